@@ -1,0 +1,42 @@
+# lily — every target works on a fresh machine with Go installed.
+GO        ?= go
+# The fast CPU kernels use simd/archsimd; plain `go build` (no experiment) uses the portable fallback.
+export GOEXPERIMENT ?= simd
+BIN       := bin/lily
+MODEL     ?=
+ADDR_PORT ?= 8080
+
+.PHONY: build test test-short run bench lint fmt fuzz darwin clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lily
+
+# The README's test command; CI runs it through .ci/run.
+test: lint darwin
+	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./... > /dev/null
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+# Serves the real checkpoint when found (--model or the Hugging Face cache), else the bundled tiny model.
+run: build
+	./scripts/run.sh $(BIN) "$(MODEL)" $(ADDR_PORT)
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./fast/... ./internal/tokenizer/...
+
+lint:
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The Metal bridge must at least type-check for Apple Silicon.
+darwin:
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s ./internal/checkpoint
+
+clean:
+	rm -rf bin

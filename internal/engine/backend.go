@@ -1,0 +1,43 @@
+// Package engine holds what every backend shares: the Backend/Session contract (design.md §3) and the
+// generation loop built on it.
+package engine
+
+import "context"
+
+// Backend turns token ids into next-token scores. A Backend is safe for concurrent use only
+// through distinct Sessions; one Session is used by one goroutine at a time.
+type Backend interface {
+	// Name is "ref" or "fast" (for logs and /v1/models).
+	Name() string
+	// VocabSize is the logits length (the padded vocab, 248320 for the real model).
+	VocabSize() int
+	// MaxContext is the longest sequence a session may hold.
+	MaxContext() int
+	// NewSession returns an empty sequence state (position 0).
+	NewSession() (Session, error)
+}
+
+// Session is the state of one sequence: KV cache, conv and recurrent state, position.
+type Session interface {
+	// Len is the number of tokens processed so far (the next token's position).
+	Len() int
+	// Prefill appends tokens and returns the logits at the last position: [V].
+	// When each is non-nil it is called with the logits of every position i in 0..len(tokens)-1
+	// (used for prompt scoring); the slice is only valid during the call.
+	// It checks ctx between chunks/layers and returns ctx.Err() when cancelled.
+	Prefill(ctx context.Context, tokens []int32, each func(i int, logits []float32) error) ([]float32, error)
+	// Decode appends one token and returns the logits at its position: [V].
+	Decode(ctx context.Context, token int32) ([]float32, error)
+	// Snapshot copies the state so that Restore can return to it (prompt caching).
+	Snapshot() (Snapshot, error)
+	// Restore replaces the state with a snapshot taken from a session of the same backend.
+	Restore(Snapshot) error
+	// Close releases the state.
+	Close() error
+}
+
+// Snapshot is an opaque copy of a session's state.
+type Snapshot interface {
+	// Len is the number of tokens the state covers.
+	Len() int
+}
