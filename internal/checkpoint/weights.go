@@ -1,26 +1,13 @@
 package checkpoint
 
+import "github.com/lily-engine/lily/internal/safetensors"
+
 // This file is the contract between the loader and every compute package (ref, fast, metal):
 // the typed weights of Qwen3.6-35B-A3B, each tensor already checked against the config.
 // Nothing here is dequantized: matrices stay in their stored form, read through the mmap.
 
 // DType is the element type of a stored tensor.
-type DType int
-
-// Stored dtypes lily understands. Anything else in a safetensors header is an error.
-const (
-	DTypeInvalid DType = iota
-	BF16
-	F16
-	F32
-	U32
-	I32
-	U8
-	I8
-	I64
-	F64
-	BOOL
-)
+type DType = safetensors.DType
 
 // Layout says which checkpoint convention the files follow (model.md §2.5).
 type Layout int
