@@ -1,0 +1,147 @@
+// Package bench measures a backend at batch 1 by the published protocol: for each prompt length,
+// prefill a prompt of that many tokens, then decode a fixed number of tokens, and report tokens per
+// second of each phase. The roofline fractions relate those rates to the machine's measured
+// streaming-read bandwidth (decode) and compute peak (prefill).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// DefaultPromptLengths is the published protocol: 256 to 128K tokens.
+var DefaultPromptLengths = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
+
+// Result is one prompt length's measurement.
+type Result struct {
+	PromptTokens int     `json:"prompt_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	PrefillSec   float64 `json:"prefill_s"`
+	DecodeSec    float64 `json:"decode_s"`
+	DecodeTokens int     `json:"decode_tokens"`
+}
+
+// Options says what to measure.
+type Options struct {
+	PromptLengths []int
+	DecodeTokens  int
+	Seed          uint64
+	// Progress, when set, is called before each length is measured.
+	Progress func(promptTokens int)
+}
+
+// Run measures b at every prompt length that fits its context (prompt + decode tokens).
+func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
+	if opt.DecodeTokens < 1 {
+		return nil, fmt.Errorf("bench: decode tokens must be at least 1, got %d", opt.DecodeTokens)
+	}
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x6c696c79))
+	var out []Result
+	for _, n := range opt.PromptLengths {
+		if n < 1 {
+			return nil, fmt.Errorf("bench: prompt length must be positive, got %d", n)
+		}
+		if n+opt.DecodeTokens > b.MaxContext() {
+			continue
+		}
+		if opt.Progress != nil {
+			opt.Progress(n)
+		}
+		r, err := one(ctx, b, n, opt.DecodeTokens, rng)
+		if err != nil {
+			return out, fmt.Errorf("bench: %d-token prompt: %w", n, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand) (Result, error) {
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(b.VocabSize()))
+	}
+	s, err := b.NewSession()
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	t0 := time.Now()
+	logits, err := s.Prefill(ctx, prompt, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	prefill := time.Since(t0)
+	t1 := time.Now()
+	for i := 0; i < decode; i++ {
+		if logits, err = s.Decode(ctx, argmax(logits)); err != nil {
+			return Result{}, err
+		}
+	}
+	dec := time.Since(t1)
+	return Result{
+		PromptTokens: n, DecodeTokens: decode,
+		PrefillSec: prefill.Seconds(), DecodeSec: dec.Seconds(),
+		PrefillTokS: float64(n) / prefill.Seconds(), DecodeTokS: float64(decode) / dec.Seconds(),
+	}, nil
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// Report is the whole run: results plus the roofline they are judged against.
+type Report struct {
+	Backend            string   `json:"backend"`
+	Results            []Result `json:"results"`
+	BytesPerToken      int64    `json:"bytes_per_token"`      // weight bytes one decode step reads
+	FlopsPerToken      float64  `json:"flops_per_token"`      // prefill FLOPs per prompt token (2 x active matmul params)
+	MemReadGBs         float64  `json:"mem_read_gbs"`         // measured streaming-read bandwidth
+	PeakGFLOPs         float64  `json:"peak_gflops"`          // measured kernel compute peak
+	DecodeRooflineFrac float64  `json:"decode_roofline_frac"` // shortest prompt's decode vs bandwidth roofline
+	PrefillComputeFrac float64  `json:"prefill_compute_frac"` // 1K prefill (or nearest) vs compute peak
+}
+
+// Summarize computes the roofline fractions: decode at the shortest prompt length, and prefill at
+// 1,024 tokens or the nearest length measured.
+func Summarize(backend string, rs []Result, bytesPerToken int64, flopsPerToken, memReadGBs, peakGFLOPs float64) Report {
+	r := Report{Backend: backend, Results: rs, BytesPerToken: bytesPerToken, FlopsPerToken: flopsPerToken,
+		MemReadGBs: memReadGBs, PeakGFLOPs: peakGFLOPs}
+	if len(rs) == 0 {
+		return r
+	}
+	shortest, near1K := rs[0], rs[0]
+	for _, x := range rs {
+		if x.PromptTokens < shortest.PromptTokens {
+			shortest = x
+		}
+		if abs(x.PromptTokens-1024) < abs(near1K.PromptTokens-1024) {
+			near1K = x
+		}
+	}
+	if memReadGBs > 0 {
+		r.DecodeRooflineFrac = shortest.DecodeTokS * float64(bytesPerToken) / (memReadGBs * 1e9)
+	}
+	if peakGFLOPs > 0 {
+		r.PrefillComputeFrac = near1K.PrefillTokS * flopsPerToken / (peakGFLOPs * 1e9)
+	}
+	return r
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

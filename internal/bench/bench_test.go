@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+type fake struct{ ctx int }
+
+type fakeSession struct{ n, prefills, decodes int }
+
+func (f *fake) Name() string                        { return "fake" }
+func (f *fake) VocabSize() int                      { return 16 }
+func (f *fake) MaxContext() int                     { return f.ctx }
+func (f *fake) NewSession() (engine.Session, error) { return &fakeSession{}, nil }
+
+func (s *fakeSession) Len() int                           { return s.n }
+func (s *fakeSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
+func (s *fakeSession) Restore(engine.Snapshot) error      { return nil }
+func (s *fakeSession) Close() error                       { return nil }
+func (s *fakeSession) Prefill(_ context.Context, t []int32, _ func(int, []float32) error) ([]float32, error) {
+	s.n += len(t)
+	s.prefills++
+	return make([]float32, 16), nil
+}
+func (s *fakeSession) Decode(context.Context, int32) ([]float32, error) {
+	s.n++
+	s.decodes++
+	return make([]float32, 16), nil
+}
+
+func TestRunSkipsLengthsBeyondContext(t *testing.T) {
+	rs, err := Run(context.Background(), &fake{ctx: 600}, Options{PromptLengths: []int{256, 512, 1024}, DecodeTokens: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].PromptTokens != 256 || rs[1].PromptTokens != 512 {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if r.DecodeTokens != 8 || r.PrefillTokS <= 0 || r.DecodeTokS <= 0 {
+			t.Fatalf("bad result %+v", r)
+		}
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	if _, err := Run(context.Background(), &fake{ctx: 1 << 20}, Options{PromptLengths: []int{8}, DecodeTokens: 0}); err == nil {
+		t.Fatal("zero decode tokens accepted")
+	}
+	if _, err := Run(context.Background(), &fake{ctx: 1 << 20}, Options{PromptLengths: []int{-1}, DecodeTokens: 1}); err == nil {
+		t.Fatal("negative length accepted")
+	}
+}
+
+func TestSummarizeFractions(t *testing.T) {
+	rs := []Result{{PromptTokens: 2048, PrefillTokS: 50, DecodeTokS: 3}, {PromptTokens: 256, PrefillTokS: 100, DecodeTokS: 4},
+		{PromptTokens: 1024, PrefillTokS: 80, DecodeTokS: 3.5}}
+	r := Summarize("x", rs, 1e9, 6e9, 10, 1000)
+	// decode at 256 tokens: 4 tok/s * 1 GB/token over 10 GB/s.
+	if math.Abs(r.DecodeRooflineFrac-0.4) > 1e-12 {
+		t.Fatalf("decode frac %v", r.DecodeRooflineFrac)
+	}
+	// prefill at 1K: 80 tok/s * 6 GFLOP/token over 1000 GFLOP/s.
+	if math.Abs(r.PrefillComputeFrac-0.48) > 1e-12 {
+		t.Fatalf("prefill frac %v", r.PrefillComputeFrac)
+	}
+}

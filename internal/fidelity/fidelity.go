@@ -1,0 +1,131 @@
+// Package fidelity compares two backends teacher-forced on the same tokens: top-1 agreement of their
+// next-token predictions and the perplexity each assigns to the sequence (the published quality check).
+package fidelity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// Report is the comparison of backend B against backend A on one token sequence.
+type Report struct {
+	Positions     int     `json:"positions"`      // next-token predictions compared (len(tokens)-1)
+	Top1Agreement float64 `json:"top1_agreement"` // fraction of positions where both argmaxes agree
+	PPLA          float64 `json:"ppl_a"`          // perplexity of A on tokens[1:]
+	PPLB          float64 `json:"ppl_b"`          // perplexity of B on tokens[1:]
+	DeltaPPLRel   float64 `json:"delta_ppl_rel"`  // (PPLB-PPLA)/PPLA
+	MaxAbsDLogp   float64 `json:"max_abs_dlogprob"`
+	MeanAbsDLogp  float64 `json:"mean_abs_dlogprob"`
+	// NearTieDisagreements counts disagreements where A's top-2 logprobs are within NearTie.
+	NearTieDisagreements int `json:"near_tie_disagreements"`
+}
+
+// NearTie is the logprob gap under which a top-1 disagreement is called a near-tie: two correct
+// implementations that differ only in rounding may order such candidates either way.
+const NearTie = 1e-2
+
+// Scores are one backend's teacher-forced results: for every position i < T-1, the argmax of the
+// logits at i, the gap between its top two logprobs, and the logprob of tokens[i+1].
+type Scores struct {
+	Argmax []int32
+	Gap    []float64
+	Logp   []float64
+}
+
+// Score runs tokens through a fresh session of b and collects Scores.
+func Score(ctx context.Context, b engine.Backend, tokens []int32) (*Scores, error) {
+	if len(tokens) < 2 {
+		return nil, errors.New("fidelity: need at least 2 tokens")
+	}
+	s, err := b.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("fidelity: %s session: %w", b.Name(), err)
+	}
+	defer s.Close()
+	n := len(tokens) - 1
+	sc := &Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
+	_, err = s.Prefill(ctx, tokens, func(i int, logits []float32) error {
+		if i >= n {
+			return nil
+		}
+		next := int(tokens[i+1])
+		if next < 0 || next >= len(logits) {
+			return fmt.Errorf("fidelity: token %d outside vocab %d", next, len(logits))
+		}
+		lse, top1, top2 := logSumExpTop2(logits)
+		sc.Argmax[i] = int32(top1)
+		sc.Gap[i] = float64(logits[top1]) - float64(logits[top2])
+		sc.Logp[i] = float64(logits[next]) - lse
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fidelity: %s prefill: %w", b.Name(), err)
+	}
+	return sc, nil
+}
+
+// Compare scores tokens on a and b and reports how closely b follows a.
+func Compare(ctx context.Context, a, b engine.Backend, tokens []int32) (*Report, error) {
+	sa, err := Score(ctx, a, tokens)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := Score(ctx, b, tokens)
+	if err != nil {
+		return nil, err
+	}
+	return Diff(sa, sb), nil
+}
+
+// Diff compares two Scores of the same tokens.
+func Diff(a, b *Scores) *Report {
+	n := len(a.Argmax)
+	r := &Report{Positions: n}
+	var agree int
+	var nllA, nllB, sumAbs float64
+	for i := 0; i < n; i++ {
+		if a.Argmax[i] == b.Argmax[i] {
+			agree++
+		} else if a.Gap[i] < NearTie {
+			r.NearTieDisagreements++
+		}
+		nllA -= a.Logp[i]
+		nllB -= b.Logp[i]
+		d := math.Abs(a.Logp[i] - b.Logp[i])
+		sumAbs += d
+		r.MaxAbsDLogp = math.Max(r.MaxAbsDLogp, d)
+	}
+	r.Top1Agreement = float64(agree) / float64(n)
+	r.PPLA = math.Exp(nllA / float64(n))
+	r.PPLB = math.Exp(nllB / float64(n))
+	r.DeltaPPLRel = (r.PPLB - r.PPLA) / r.PPLA
+	r.MeanAbsDLogp = sumAbs / float64(n)
+	return r
+}
+
+// logSumExpTop2 returns log Σ exp(logits) (float64) and the indices of the two largest logits
+// (lowest index first among equals).
+func logSumExpTop2(logits []float32) (lse float64, top1, top2 int) {
+	top1, top2 = 0, -1
+	for i := 1; i < len(logits); i++ {
+		switch {
+		case logits[i] > logits[top1]:
+			top1, top2 = i, top1
+		case top2 < 0 || logits[i] > logits[top2]:
+			top2 = i
+		}
+	}
+	if top2 < 0 {
+		top2 = top1
+	}
+	m := float64(logits[top1])
+	var s float64
+	for _, l := range logits {
+		s += math.Exp(float64(l) - m)
+	}
+	return m + math.Log(s), top1, top2
+}

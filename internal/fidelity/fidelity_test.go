@@ -1,0 +1,118 @@
+package fidelity
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// table is a fake backend whose logits at a position depend only on the token there.
+type table struct {
+	name string
+	v    int
+	f    func(tok int32, out []float32)
+}
+
+func (t *table) Name() string                              { return t.name }
+func (t *table) VocabSize() int                            { return t.v }
+func (t *table) MaxContext() int                           { return 1 << 20 }
+func (t *table) NewSession() (engine.Session, error)       { return &tableSession{t: t}, nil }
+func (s *tableSession) Len() int                           { return s.n }
+func (s *tableSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
+func (s *tableSession) Restore(engine.Snapshot) error      { return nil }
+func (s *tableSession) Close() error                       { return nil }
+
+type tableSession struct {
+	t *table
+	n int
+}
+
+func (s *tableSession) Prefill(ctx context.Context, toks []int32, each func(int, []float32) error) ([]float32, error) {
+	out := make([]float32, s.t.v)
+	for i, tok := range toks {
+		s.t.f(tok, out)
+		if each != nil {
+			if err := each(i, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.n += len(toks)
+	return out, nil
+}
+
+func (s *tableSession) Decode(ctx context.Context, tok int32) ([]float32, error) {
+	return s.Prefill(ctx, []int32{tok}, nil)
+}
+
+func TestUniformLogitsGivePerplexityV(t *testing.T) {
+	const v = 37
+	u := &table{name: "u", v: v, f: func(int32, []float32) {}}
+	toks := []int32{1, 5, 9, 2, 30}
+	r, err := Compare(context.Background(), u, u, toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.PPLA-v) > 1e-9 || math.Abs(r.PPLB-v) > 1e-9 {
+		t.Fatalf("uniform ppl = %v, %v; want %d", r.PPLA, r.PPLB, v)
+	}
+	if r.Positions != len(toks)-1 || r.Top1Agreement != 1 || r.DeltaPPLRel != 0 {
+		t.Fatalf("self comparison: %+v", r)
+	}
+}
+
+func TestDisagreementAndPerplexityShift(t *testing.T) {
+	const v = 8
+	// a predicts tok+1 strongly; b agrees except after token 3, where it predicts 0.
+	a := &table{name: "a", v: v, f: func(tok int32, out []float32) {
+		for i := range out {
+			out[i] = 0
+		}
+		out[(tok+1)%v] = 5
+	}}
+	b := &table{name: "b", v: v, f: func(tok int32, out []float32) {
+		for i := range out {
+			out[i] = 0
+		}
+		if tok == 3 {
+			out[0] = 5
+		} else {
+			out[(tok+1)%v] = 5
+		}
+	}}
+	toks := []int32{1, 2, 3, 4, 5} // 4 positions; the third (after 3) disagrees
+	r, err := Compare(context.Background(), a, b, toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top1Agreement != 0.75 {
+		t.Fatalf("agreement %v, want 0.75", r.Top1Agreement)
+	}
+	// a assigns p = e^5/(e^5+7) to every next token; b the same three times and 1/(e^5+7) once.
+	z := math.Exp(5) + 7
+	la := math.Log(math.Exp(5) / z)
+	lb := math.Log(1 / z)
+	wantA := math.Exp(-la)
+	wantB := math.Exp(-(3*la + lb) / 4)
+	if math.Abs(r.PPLA-wantA) > 1e-6 || math.Abs(r.PPLB-wantB) > 1e-6 {
+		t.Fatalf("ppl %v %v, want %v %v", r.PPLA, r.PPLB, wantA, wantB)
+	}
+	if math.Abs(r.MaxAbsDLogp-(la-lb)) > 1e-6 {
+		t.Fatalf("max |dlogp| %v, want %v", r.MaxAbsDLogp, la-lb)
+	}
+	if r.NearTieDisagreements != 0 {
+		t.Fatalf("the disagreement is not a near-tie: %+v", r)
+	}
+}
+
+func TestRejectsShortAndOutOfVocab(t *testing.T) {
+	u := &table{name: "u", v: 4, f: func(int32, []float32) {}}
+	if _, err := Score(context.Background(), u, []int32{1}); err == nil {
+		t.Fatal("one token accepted")
+	}
+	if _, err := Score(context.Background(), u, []int32{1, 9}); err == nil {
+		t.Fatal("token outside the vocab accepted")
+	}
+}
