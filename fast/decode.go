@@ -1,0 +1,253 @@
+package fast
+
+import (
+	"context"
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// decodeBufs are the decode plan's fixed buffers, allocated once per session.
+type decodeBufs struct {
+	h, a, r         []float32 // [H] residual, normed input, mixer/MoE output
+	qkv, u, z, o, y []float32 // GDN: [C] pre-conv, [C] post-conv, [Hv*Dv] gate, core out, normed out
+	bb, aa, g, beta []float32 // GDN: [Hv]
+	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
+	qh, gate, ao    []float32 // attention: [Hq*D] query, gate, output
+	part            []float32 // attention split partials: [Hq, splits, D+2]
+	rl              []float32 // router logits [E]
+	ids             []int     // [k]
+	wts             []float32 // [k]
+	eg, eu, ed      [][]float32
+	sgate           []float32 // [1]
+	logits          []float32 // [V]
+	jobs            []vecJob
+}
+
+// vecJob is one mat-vec of a gathered dispatch: y = W x.
+type vecJob struct {
+	w    *mat
+	x, y []float32
+}
+
+func newDecodeBufs(m *Model) *decodeBufs {
+	c := m.cfg
+	d := m.gdn
+	f := func(n int) []float32 { return make([]float32, n) }
+	b := &decodeBufs{
+		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
+		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
+		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
+		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
+		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
+		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
+		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 16),
+	}
+	inter := max(c.MoEIntermediate, c.SharedIntermediate)
+	for i := 0; i <= c.NumExpertsPerTok; i++ {
+		b.eg = append(b.eg, f(inter))
+		b.eu = append(b.eu, f(inter))
+		b.ed = append(b.ed, f(c.HiddenSize))
+	}
+	return b
+}
+
+// vecs runs the gathered mat-vecs in b.jobs in one parallel dispatch over all their rows.
+func (m *Model) vecs(jobs []vecJob) {
+	total := 0
+	for _, j := range jobs {
+		total += j.w.out
+	}
+	m.run.Run(total, func(lo, hi int) {
+		base := 0
+		for _, j := range jobs {
+			a, z := max(lo-base, 0), min(hi-base, j.w.out)
+			if a < z {
+				j.w.vecRows(j.x, j.y, a, z)
+			}
+			base += j.w.out
+		}
+	})
+}
+
+// decodeStep runs every layer for the token whose embedding is in dec.h, at position s.pos.
+func (s *Session) decodeStep(ctx context.Context) error {
+	m, b := s.m, s.dec
+	for li := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l := &m.layers[li]
+		rmsNorm(b.h, l.inNorm, b.a, m.eps())
+		if l.kind == checkpoint.LinearAttention {
+			s.gdnDecode(li, l)
+		} else {
+			s.attnDecode(li, l)
+		}
+		for i, v := range b.r {
+			b.h[i] += v
+		}
+		rmsNorm(b.h, l.postNorm, b.a, m.eps())
+		s.moeDecode(l)
+		for i, v := range b.r {
+			b.h[i] += v
+		}
+	}
+	rmsNorm(b.h, m.final, b.a, m.eps())
+	m.vecs(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))
+	s.pos++
+	return nil
+}
+
+// gdnDecode: b.r = GDN(b.a) for one token, updating the conv and recurrent state.
+func (s *Session) gdnDecode(li int, l *layer) {
+	m, b, d := s.m, s.dec, &s.m.gdn
+	m.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
+	conv := s.conv[li]
+	m.run.Run(d.c, func(lo, hi int) { convStep(d, l.conv, conv, b.qkv, b.u, lo, hi) })
+	normQK(d, b.u, m.qkScale())
+	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
+	ssm := s.ssm[li]
+	v := b.u[2*d.hk*d.dk:]
+	m.run.Run(d.hv, func(lo, hi int) {
+		gdnStep(d, b.u, v, b.g, b.beta, ssm, b.o, lo, hi)
+		for h := lo; h < hi; h++ {
+			gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], m.eps())
+		}
+	})
+	m.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
+}
+
+// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
+// u: [C] with q heads then k heads first.
+func normQK(d *gdnDims, u []float32, s float32) {
+	for h := 0; h < 2*d.hk; h++ {
+		sc := float32(1)
+		if h < d.hk {
+			sc = s
+		}
+		l2normScale(u[h*d.dk:(h+1)*d.dk], d.eps, sc)
+	}
+}
+
+// attnDecode: b.r = gated attention of b.a at position s.pos, appending to the KV cache.
+func (s *Session) attnDecode(li int, l *layer) {
+	m, b, c := s.m, s.dec, s.m.cfg
+	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+	m.vecs(append(b.jobs[:0], vecJob{l.q, b.a, b.q2}, vecJob{l.k, b.a, b.kk}, vecJob{l.v, b.a, b.vv}))
+	for h := 0; h < hq; h++ {
+		q := b.qh[h*hd : (h+1)*hd]
+		rmsNorm(b.q2[h*2*hd:h*2*hd+hd], l.qn, q, m.eps())
+		copy(b.gate[h*hd:(h+1)*hd], b.q2[h*2*hd+hd:(h+1)*2*hd])
+		rope(q, s.pos, m.inv)
+	}
+	w := hkv * hd
+	kc := s.kc[li][s.pos*w : (s.pos+1)*w]
+	copy(s.vc[li][s.pos*w:(s.pos+1)*w], b.vv)
+	for h := 0; h < hkv; h++ {
+		rmsNorm(b.kk[h*hd:(h+1)*hd], l.kn, kc[h*hd:(h+1)*hd], m.eps())
+		rope(kc[h*hd:(h+1)*hd], s.pos, m.inv)
+	}
+	n := s.pos + 1
+	attend(m.run, b.qh, s.kc[li][:n*w], s.vc[li][:n*w], n, hq, hkv, hd, s.pos, &b.part, b.ao)
+	for i, g := range b.gate {
+		b.ao[i] *= sigmoid(g)
+	}
+	m.vecs(append(b.jobs[:0], vecJob{l.o, b.ao, b.r}))
+}
+
+// attnSplit is the key count each split of a decode attention covers: long contexts are split
+// along the sequence so both workers stay busy and partial softmaxes are merged after.
+const attnSplit = 512
+
+// attend computes causal attention of one query position over keys [0, n).
+// q: [Hq*D]; k, v: [n, Hkv*D]; out: [Hq*D]. part is scratch grown as needed.
+func attend(run Runner, q, k, v []float32, n, hq, hkv, hd, _ int, part *[]float32, out []float32) {
+	splits := (n + attnSplit - 1) / attnSplit
+	stride := hd + 2
+	if need := hq * splits * stride; cap(*part) < need {
+		*part = make([]float32, need)
+	}
+	p := (*part)[:hq*splits*stride]
+	scale := 1 / math.Sqrt(float64(hd))
+	rep := hq / hkv
+	w := hkv * hd
+	run.Run(hq*splits, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			h, sp := u/splits, u%splits
+			kvh := h / rep
+			qh := q[h*hd : (h+1)*hd]
+			acc := p[u*stride : u*stride+hd]
+			for i := range acc {
+				acc[i] = 0
+			}
+			mx, sum := math.Inf(-1), 0.0
+			for t := sp * attnSplit; t < min(n, (sp+1)*attnSplit); t++ {
+				sc := float64(dot(qh, k[t*w+kvh*hd:t*w+kvh*hd+hd])) * scale
+				if sc > mx {
+					f := math.Exp(mx - sc)
+					sum *= f
+					for i := range acc {
+						acc[i] *= float32(f)
+					}
+					mx = sc
+				}
+				e := math.Exp(sc - mx)
+				sum += e
+				axpy(float32(e), v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
+			}
+			p[u*stride+hd], p[u*stride+hd+1] = float32(mx), float32(sum)
+		}
+	})
+	for h := 0; h < hq; h++ {
+		o := out[h*hd : (h+1)*hd]
+		mx := math.Inf(-1)
+		for sp := 0; sp < splits; sp++ {
+			mx = math.Max(mx, float64(p[(h*splits+sp)*stride+hd]))
+		}
+		for i := range o {
+			o[i] = 0
+		}
+		var sum float64
+		for sp := 0; sp < splits; sp++ {
+			base := (h*splits + sp) * stride
+			f := math.Exp(float64(p[base+hd]) - mx)
+			sum += float64(p[base+hd+1]) * f
+			axpy(float32(f), p[base:base+hd], o)
+		}
+		for i := range o {
+			o[i] = float32(float64(o[i]) / sum)
+		}
+	}
+}
+
+// moeDecode: b.r = MoE(b.a) — router top-k, the k experts and the shared expert gathered in one
+// dispatch for gate/up and one for down, then the weighted sum.
+func (s *Session) moeDecode(l *layer) {
+	m, b := s.m, s.dec
+	k := len(b.ids)
+	m.vecs(append(b.jobs[:0], vecJob{l.router, b.a, b.rl}, vecJob{l.seg, b.a, b.sgate}))
+	route(b.rl, b.ids, b.wts)
+	jobs := b.jobs[:0]
+	for j, e := range b.ids {
+		jobs = append(jobs, vecJob{l.gate[e], b.a, b.eg[j]}, vecJob{l.up[e], b.a, b.eu[j]})
+	}
+	jobs = append(jobs, vecJob{l.sg, b.a, b.eg[k]}, vecJob{l.su, b.a, b.eu[k]})
+	m.vecs(jobs)
+	jobs = jobs[:0]
+	for j, e := range b.ids {
+		swiglu(b.eg[j][:l.gate[e].out], b.eu[j])
+		jobs = append(jobs, vecJob{l.down[e], b.eg[j], b.ed[j]})
+	}
+	swiglu(b.eg[k][:l.sg.out], b.eu[k])
+	jobs = append(jobs, vecJob{l.sd, b.eg[k], b.ed[k]})
+	m.vecs(jobs)
+	sg := sigmoid(b.sgate[0])
+	for i := range b.r {
+		acc := sg * b.ed[k][i]
+		for j := 0; j < k; j++ {
+			acc += b.wts[j] * b.ed[j][i]
+		}
+		b.r[i] = acc
+	}
+}

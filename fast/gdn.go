@@ -1,0 +1,137 @@
+package fast
+
+import (
+	"math"
+)
+
+// gdnDims are the Gated DeltaNet sizes of one layer.
+type gdnDims struct {
+	hk, hv, dk, dv, k int // key heads, value heads, head dims, conv taps
+	c                 int // conv channels: 2*hk*dk + hv*dv
+	eps               float32
+}
+
+// convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
+// x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
+// first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
+func convStep(d *gdnDims, w, state, x, out []float32, lo, hi int) {
+	k, c := d.k, d.c
+	for ch := lo; ch < hi; ch++ {
+		wc := w[ch*k : ch*k+k]
+		acc := wc[k-1] * x[ch]
+		for j := 0; j < k-1; j++ {
+			acc += wc[j] * state[j*c+ch]
+		}
+		for j := 0; j < k-2; j++ {
+			state[j*c+ch] = state[(j+1)*c+ch]
+		}
+		state[(k-2)*c+ch] = x[ch]
+		out[ch] = silu(acc)
+	}
+}
+
+// convSeq runs the conv over T tokens of one channel range. x: [T, C] pre-conv rows (overwritten
+// with the SiLU'd conv output); state: [(K-1)*C] updated to the last K-1 pre-conv rows.
+// tmp: [T+K-1] scratch per call.
+func convSeq(d *gdnDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
+	k, c := d.k, d.c
+	for ch := lo; ch < hi; ch++ {
+		wc := w[ch*k : ch*k+k]
+		for j := 0; j < k-1; j++ {
+			tmp[j] = state[j*c+ch]
+		}
+		for i := 0; i < t; i++ {
+			tmp[k-1+i] = x[i*c+ch]
+		}
+		for i := 0; i < t; i++ {
+			var acc float32
+			for j := 0; j < k; j++ {
+				acc += wc[j] * tmp[i+j]
+			}
+			x[i*c+ch] = silu(acc)
+		}
+		for j := 0; j < k-1; j++ {
+			state[j*c+ch] = tmp[t+j]
+		}
+	}
+}
+
+// gates computes, per value head, the log-decay g = -exp(A_log)*softplus(a+dt_bias) and
+// beta = sigmoid(b). a, b: [Hv] projections; g, beta: [Hv].
+func gates(aLog, dtBias, a, b, g, beta []float32) {
+	for h := range g {
+		g[h] = -float32(math.Exp(float64(aLog[h]))) * softplus(a[h]+dtBias[h])
+		beta[h] = sigmoid(b[h])
+	}
+}
+
+// l2normScale normalises x in place to unit L2 norm (eps inside the sum) and multiplies by s.
+func l2normScale(x []float32, eps, s float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	r := s / float32(math.Sqrt(float64(ss+eps)))
+	for i := range x {
+		x[i] *= r
+	}
+}
+
+// gdnStep is one token of the gated delta rule for value heads [lo, hi), fused: q/k L2 norm
+// (done once per key head by the caller), decay, delta update and output with the updated state.
+// qk: [2*Hk*Dk] normalised q (scaled by Dk^-1/2) then k; v: [Hv*Dv]; g, beta: [Hv];
+// state: [Hv, Dk, Dv] fp32; out: [Hv*Dv].
+func gdnStep(d *gdnDims, qk, v, g, beta, state, out []float32, lo, hi int) {
+	dk, dv := d.dk, d.dv
+	rep := d.hv / d.hk
+	kOff := d.hk * dk
+	for h := lo; h < hi; h++ {
+		kh := h / rep
+		q := qk[kh*dk : kh*dk+dk]
+		k := qk[kOff+kh*dk : kOff+kh*dk+dk]
+		s := state[h*dk*dv : (h+1)*dk*dv]
+		decay := float32(math.Exp(float64(g[h])))
+		o := out[h*dv : h*dv+dv]
+		vh := v[h*dv : h*dv+dv]
+		// kv = Sᵀk after decay, so delta = beta*(v - decay*Sᵀk).
+		for j := range o {
+			o[j] = 0
+		}
+		for i := 0; i < dk; i++ {
+			row := s[i*dv : i*dv+dv]
+			ki := k[i] * decay
+			for j, sv := range row {
+				o[j] += sv * ki
+			}
+		}
+		bh := beta[h]
+		for j := range o {
+			o[j] = bh * (vh[j] - o[j]) // o now holds delta
+		}
+		// S = decay*S + k ⊗ delta; out = Sᵀq, accumulated in the same pass.
+		var acc [256]float32
+		a := acc[:dv]
+		for i := 0; i < dk; i++ {
+			row := s[i*dv : i*dv+dv]
+			ki, qi := k[i], q[i]
+			for j := range row {
+				nv := row[j]*decay + ki*o[j]
+				row[j] = nv
+				a[j] += nv * qi
+			}
+		}
+		copy(o, a)
+	}
+}
+
+func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+// softplus matches torch: x for x > 20, else log(1+exp(x)).
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log1p(math.Exp(float64(x))))
+}

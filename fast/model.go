@@ -1,0 +1,137 @@
+// Package fast is lily's optimized engine. Prefill and decode are different workloads with their own
+// plans: decode streams every active weight once per token (bandwidth-bound: fused dequant mat-vecs,
+// the selected experts gathered in one dispatch, the DeltaNet step fused per head with its state
+// resident); prefill processes the prompt in chunks (row-dequantized GEMMs reused across tokens,
+// tokens grouped by expert, the chunked delta rule, causal attention tiled over query rows).
+// The heavy loops run on a fixed worker pool; nothing is allocated per token.
+package fast
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// Runner runs fn over [0, n) split into ranges across a fixed set of workers and returns when all
+// are done. It is called by one goroutine at a time.
+type Runner interface {
+	Run(n int, fn func(lo, hi int))
+}
+
+// Serial is a Runner that runs everything on the calling goroutine.
+type Serial struct{}
+
+// Run calls fn(0, n).
+func (Serial) Run(n int, fn func(lo, hi int)) {
+	if n > 0 {
+		fn(0, n)
+	}
+}
+
+// Model is the prepared weights plus the plans' fixed sizes. It is immutable after New and may be
+// shared by sessions that are used one at a time (they share the Runner).
+type Model struct {
+	cfg    *checkpoint.Config
+	run    Runner
+	embed  *mat
+	lmHead *mat
+	final  []float32
+	layers []layer
+	inv    []float64 // RoPE inverse frequencies
+	gdn    gdnDims
+	maxCtx int
+}
+
+type layer struct {
+	kind              checkpoint.LayerKind
+	inNorm, postNorm  []float32
+	qkv, z, b, a, out *mat // GDN
+	conv              []float32
+	aLog, dtBias, gn  []float32
+	q, k, v, o        *mat // attention
+	qn, kn            []float32
+	router            *mat
+	gate, up, down    []*mat // per expert
+	sg, su, sd, seg   *mat
+}
+
+// New prepares w for the fast plans. run executes the parallel loops (use a fixed pool).
+// maxCtx bounds a session's length (0 means the config's max_position_embeddings).
+func New(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
+	c := w.Config
+	if run == nil {
+		run = Serial{}
+	}
+	if maxCtx <= 0 {
+		maxCtx = c.MaxPositionEmbeddings
+	}
+	m := &Model{cfg: c, run: run, final: w.FinalNorm, maxCtx: maxCtx,
+		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta),
+		gdn: gdnDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
+			dv: c.LinearValueHeadDim, k: c.LinearConvKernel, c: c.ConvDim(), eps: 1e-6}}
+	if m.gdn.dv > 256 || c.HeadDim > 512 {
+		return nil, fmt.Errorf("fast: head dims %d/%d exceed the kernels' limits", m.gdn.dv, c.HeadDim)
+	}
+	var err error
+	one := func(x *checkpoint.Matrix) *mat {
+		if err != nil {
+			return nil
+		}
+		var v *mat
+		v, err = view(x, 0)
+		return v
+	}
+	all := func(x *checkpoint.Matrix) []*mat {
+		if err != nil {
+			return nil
+		}
+		var v []*mat
+		v, err = views(x)
+		return v
+	}
+	m.embed, m.lmHead = one(&w.Embed), one(&w.LMHead)
+	for i := range w.Layers {
+		wl := &w.Layers[i]
+		l := layer{kind: wl.Kind, inNorm: wl.InputNorm, postNorm: wl.PostNorm}
+		if g := wl.GDN; g != nil {
+			l.qkv, l.z, l.b, l.a, l.out = one(&g.QKV), one(&g.Z), one(&g.B), one(&g.A), one(&g.Out)
+			l.conv, l.aLog, l.dtBias, l.gn = g.Conv, g.ALog, g.DtBias, g.Norm
+		}
+		if a := wl.Attn; a != nil {
+			l.q, l.k, l.v, l.o = one(&a.Q), one(&a.K), one(&a.V), one(&a.O)
+			l.qn, l.kn = a.QNorm, a.KNorm
+		}
+		e := &wl.MoE
+		l.router, l.gate, l.up, l.down = one(&e.Router), all(&e.Gate), all(&e.Up), all(&e.Down)
+		l.sg, l.su, l.sd, l.seg = one(&e.SharedGate), one(&e.SharedUp), one(&e.SharedDown), one(&e.SharedEG)
+		m.layers = append(m.layers, l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// VocabSize is the logits length.
+func (m *Model) VocabSize() int { return m.cfg.VocabSize }
+
+// MaxContext is the longest sequence a session may hold.
+func (m *Model) MaxContext() int { return m.maxCtx }
+
+// Name is "fast".
+func (m *Model) Name() string { return "fast" }
+
+func (m *Model) eps() float64 { return m.cfg.RMSNormEps }
+
+// embedRow writes the embedding of token id into h: [H].
+func (m *Model) embedRow(id int32, h []float32) error {
+	if id < 0 || int(id) >= m.embed.out {
+		return fmt.Errorf("fast: token id %d outside the vocabulary [0, %d)", id, m.embed.out)
+	}
+	m.embed.dequantRow(int(id), h)
+	return nil
+}
+
+// qkScale is Dk^-1/2, applied to q after its L2 norm.
+func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.gdn.dk))) }

@@ -1,0 +1,94 @@
+package fast
+
+import "math"
+
+// rmsNorm: out = x / sqrt(mean(x²) + eps) * w. x, w, out: [n]. Sum of squares in float64.
+func rmsNorm(x, w, out []float32, eps float64) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	r := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
+	for i, v := range x {
+		out[i] = v * r * w[i]
+	}
+}
+
+// gatedNorm is the GDN output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
+// o, z, y: [Dv]; w: [Dv].
+func gatedNorm(o, z, w, y []float32, eps float64) {
+	var ss float64
+	for _, v := range o {
+		ss += float64(v) * float64(v)
+	}
+	r := float32(1 / math.Sqrt(ss/float64(len(o))+eps))
+	for i, v := range o {
+		y[i] = v * r * w[i] * silu(z[i])
+	}
+}
+
+// rope rotates the first len(inv)*2 dims of x (rotate-half pairing) for position pos.
+// x: [D]; inv: [rot/2] inverse frequencies.
+func rope(x []float32, pos int, inv []float64) {
+	half := len(inv)
+	for i, f := range inv {
+		s, c := math.Sincos(float64(pos) * f)
+		x1, x2 := float64(x[i]), float64(x[i+half])
+		x[i] = float32(x1*c - x2*s)
+		x[i+half] = float32(x2*c + x1*s)
+	}
+}
+
+// ropeInvFreq returns inv_freq[i] = 1/theta^(2i/rot) for i < rot/2.
+func ropeInvFreq(rot int, theta float64) []float64 {
+	inv := make([]float64, rot/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(theta, float64(2*i)/float64(rot))
+	}
+	return inv
+}
+
+// route computes the router's top-k: softmax over logits (float64), the k largest probabilities
+// (ties to the lower index), renormalised. logits: [E]; ids, w: [k].
+func route(logits []float32, ids []int, w []float32) {
+	mx := logits[0]
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v - mx))
+	}
+	k := len(ids)
+	for j := 0; j < k; j++ {
+		ids[j] = -1
+	}
+	// insertion into a sorted top-k (k is small).
+	for e, v := range logits {
+		pos := k
+		for pos > 0 && (ids[pos-1] < 0 || v > logits[ids[pos-1]]) {
+			pos--
+		}
+		if pos == k {
+			continue
+		}
+		copy(ids[pos+1:], ids[pos:k-1])
+		ids[pos] = e
+	}
+	var sum float64
+	for j, e := range ids {
+		p := math.Exp(float64(logits[e]-mx)) / z
+		w[j] = float32(p)
+		sum += p
+	}
+	for j := range w {
+		w[j] = float32(float64(w[j]) / sum)
+	}
+}
+
+// swiglu: g = silu(g) * u, in place. g, u: [n].
+func swiglu(g, u []float32) {
+	for i, v := range g {
+		g[i] = silu(v) * u[i]
+	}
+}

@@ -1,0 +1,270 @@
+package fast
+
+import (
+	"context"
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// prefillChunk is how many prompt tokens one pass of the prefill plan processes: large enough
+// that each dequantized weight row is reused across many tokens, small enough that the
+// activations of a chunk stay in tens of MB at the real dimensions.
+const prefillChunk = 512
+
+// logitRows is how many positions share one pass over lm_head when every position's logits are
+// wanted (prompt scoring).
+const logitRows = 8
+
+// mulJob is one mat-mat of a gathered dispatch: Y[t] = W X[t] for t < rows.
+type mulJob struct {
+	w       *mat
+	x       []float32 // [rows, In]
+	rows    int
+	y       []float32 // [rows, yStride]
+	yStride int
+}
+
+// muls runs the gathered mat-mats in one parallel dispatch over all their output rows; each weight
+// row is dequantized once and reused for every token row.
+func (m *Model) muls(jobs ...mulJob) {
+	total, maxIn := 0, 0
+	for _, j := range jobs {
+		total += j.w.out
+		maxIn = max(maxIn, j.w.in)
+	}
+	m.run.Run(total, func(lo, hi int) {
+		tmp := make([]float32, maxIn)
+		base := 0
+		for _, j := range jobs {
+			a, z := max(lo-base, 0), min(hi-base, j.w.out)
+			if a < z && j.rows > 0 {
+				j.w.mulRows(j.x, j.rows, j.y, j.yStride, tmp, a, z)
+			}
+			base += j.w.out
+		}
+	})
+}
+
+// prefillChunk runs the prefill plan over toks (all in the vocabulary, room already checked) and
+// returns the logits at the last position. off is the index of toks[0] within the caller's prompt.
+func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each func(int, []float32) error) ([]float32, error) {
+	m, c := s.m, s.m.cfg
+	t, hs := len(toks), c.HiddenSize
+	x := make([]float32, t*hs)
+	a := make([]float32, t*hs)
+	r := make([]float32, t*hs)
+	for i, id := range toks {
+		if err := m.embedRow(id, x[i*hs:(i+1)*hs]); err != nil {
+			return nil, err
+		}
+	}
+	s.kvReserve(t)
+	for li := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		l := &m.layers[li]
+		normRows(x, l.inNorm, a, t, hs, m.eps())
+		if l.kind == checkpoint.LinearAttention {
+			s.gdnPrefill(li, l, a, t, r)
+		} else {
+			s.attnPrefill(li, l, a, t, r)
+		}
+		addInto(x, r)
+		normRows(x, l.postNorm, a, t, hs, m.eps())
+		s.moePrefill(l, a, t, r)
+		addInto(x, r)
+	}
+	s.pos += t
+	normRows(x, m.final, a, t, hs, m.eps())
+	v := c.VocabSize
+	if each == nil {
+		m.vecs(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
+		return s.dec.logits, nil
+	}
+	y := make([]float32, logitRows*v)
+	for i0 := 0; i0 < t; i0 += logitRows {
+		n := min(logitRows, t-i0)
+		m.muls(mulJob{m.lmHead, a[i0*hs:], n, y, v})
+		for i := 0; i < n; i++ {
+			if err := each(off+i0+i, y[i*v:(i+1)*v]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	copy(s.dec.logits, y[((t-1)%logitRows)*v:((t-1)%logitRows+1)*v])
+	return s.dec.logits, nil
+}
+
+func normRows(x, w, out []float32, t, hs int, eps float64) {
+	for i := 0; i < t; i++ {
+		rmsNorm(x[i*hs:(i+1)*hs], w, out[i*hs:(i+1)*hs], eps)
+	}
+}
+
+func addInto(x, r []float32) {
+	for i, v := range r {
+		x[i] += v
+	}
+}
+
+// gdnPrefill: r = GDN(a) for t tokens. a, r: [t, H].
+func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) {
+	m, d := s.m, &s.m.gdn
+	vd := d.hv * d.dv
+	qkv := make([]float32, t*d.c)
+	z := make([]float32, t*vd)
+	bb := make([]float32, t*d.hv)
+	aa := make([]float32, t*d.hv)
+	m.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
+	conv := s.conv[li]
+	m.run.Run(d.c, func(lo, hi int) {
+		tmp := make([]float32, t+d.k)
+		convSeq(d, l.conv, conv, qkv, t, tmp, lo, hi)
+	})
+	g := make([]float32, t*d.hv)
+	beta := make([]float32, t*d.hv)
+	for i := 0; i < t; i++ {
+		normQK(d, qkv[i*d.c:(i+1)*d.c], m.qkScale())
+		gates(l.aLog, l.dtBias, aa[i*d.hv:(i+1)*d.hv], bb[i*d.hv:(i+1)*d.hv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv])
+	}
+	o := make([]float32, t*vd)
+	y := make([]float32, t*vd)
+	ssm := s.ssm[li]
+	m.run.Run(d.hv, func(lo, hi int) {
+		gdnChunked(d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
+		for i := 0; i < t; i++ {
+			for h := lo; h < hi; h++ {
+				at := i*vd + h*d.dv
+				gatedNorm(o[at:at+d.dv], z[at:at+d.dv], l.gn, y[at:at+d.dv], m.eps())
+			}
+		}
+	})
+	m.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
+}
+
+// attnPrefill: r = gated causal attention of a for t tokens at positions s.pos.., appending them
+// to the KV cache; one work unit is one (query head, token) pair.
+func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32) {
+	m, c := s.m, s.m.cfg
+	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+	qw, kw := hq*hd, hkv*hd
+	q2 := make([]float32, t*2*qw)
+	kk := make([]float32, t*kw)
+	vv := make([]float32, t*kw)
+	m.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
+	qh := make([]float32, t*qw)
+	gate := make([]float32, t*qw)
+	for i := 0; i < t; i++ {
+		pos := s.pos + i
+		for h := 0; h < hq; h++ {
+			src := q2[i*2*qw+h*2*hd:]
+			q := qh[i*qw+h*hd : i*qw+(h+1)*hd]
+			rmsNorm(src[:hd], l.qn, q, m.eps())
+			copy(gate[i*qw+h*hd:i*qw+(h+1)*hd], src[hd:2*hd])
+			rope(q, pos, m.inv)
+		}
+		kc := s.kc[li][pos*kw : (pos+1)*kw]
+		for h := 0; h < hkv; h++ {
+			rmsNorm(kk[i*kw+h*hd:i*kw+(h+1)*hd], l.kn, kc[h*hd:(h+1)*hd], m.eps())
+			rope(kc[h*hd:(h+1)*hd], pos, m.inv)
+		}
+		copy(s.vc[li][pos*kw:(pos+1)*kw], vv[i*kw:(i+1)*kw])
+	}
+	ao := make([]float32, t*qw)
+	kc, vc := s.kc[li], s.vc[li]
+	scale := 1 / math.Sqrt(float64(hd))
+	rep := hq / hkv
+	m.run.Run(hq*t, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			i, h := u/hq, u%hq
+			kvh := h / rep
+			q := qh[i*qw+h*hd : i*qw+(h+1)*hd]
+			acc := ao[i*qw+h*hd : i*qw+(h+1)*hd]
+			mx, sum := math.Inf(-1), 0.0
+			for p := 0; p <= s.pos+i; p++ {
+				sc := float64(dot(q, kc[p*kw+kvh*hd:p*kw+(kvh+1)*hd])) * scale
+				if sc > mx {
+					f := float32(math.Exp(mx - sc))
+					sum *= float64(f)
+					for j := range acc {
+						acc[j] *= f
+					}
+					mx = sc
+				}
+				e := math.Exp(sc - mx)
+				sum += e
+				axpy(float32(e), vc[p*kw+kvh*hd:p*kw+(kvh+1)*hd], acc)
+			}
+			for j := range acc {
+				acc[j] = float32(float64(acc[j])/sum) * sigmoid(gate[i*qw+h*hd+j])
+			}
+		}
+	})
+	m.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
+}
+
+// moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
+// sort), one gathered GEMM per expert for gate/up and for down, then the weighted scatter-add;
+// the shared expert as a GEMM over all tokens.
+func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
+	m, c := s.m, s.m.cfg
+	hs, e, k := c.HiddenSize, c.NumExperts, c.NumExpertsPerTok
+	rl := make([]float32, t*e)
+	seg := make([]float32, t)
+	m.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
+	ids := make([]int, t*k)
+	wts := make([]float32, t*k)
+	count := make([]int, e+1)
+	for i := 0; i < t; i++ {
+		route(rl[i*e:(i+1)*e], ids[i*k:(i+1)*k], wts[i*k:(i+1)*k])
+		for _, x := range ids[i*k : (i+1)*k] {
+			count[x+1]++
+		}
+	}
+	for x := 1; x <= e; x++ {
+		count[x] += count[x-1]
+	}
+	order := make([]int, t*k) // slots (token*k + j) grouped by expert
+	fill := append([]int(nil), count[:e]...)
+	for slot, x := range ids {
+		order[fill[x]] = slot
+		fill[x]++
+	}
+	is := c.SharedIntermediate
+	sgv := make([]float32, t*is)
+	suv := make([]float32, t*is)
+	m.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
+	swiglu(sgv, suv)
+	m.muls(mulJob{l.sd, sgv, t, r, hs})
+	for i := 0; i < t; i++ {
+		g := sigmoid(seg[i])
+		for j := 0; j < hs; j++ {
+			r[i*hs+j] *= g
+		}
+	}
+	in := c.MoEIntermediate
+	xe := make([]float32, t*hs)
+	ge := make([]float32, t*in)
+	ue := make([]float32, t*in)
+	de := make([]float32, t*hs)
+	for x := 0; x < e; x++ {
+		n := count[x+1] - count[x]
+		if n == 0 {
+			continue
+		}
+		slots := order[count[x]:count[x+1]]
+		for j, slot := range slots {
+			tok := slot / k
+			copy(xe[j*hs:(j+1)*hs], a[tok*hs:(tok+1)*hs])
+		}
+		m.muls(mulJob{l.gate[x], xe, n, ge, in}, mulJob{l.up[x], xe, n, ue, in})
+		swiglu(ge[:n*in], ue)
+		m.muls(mulJob{l.down[x], ge, n, de, hs})
+		for j, slot := range slots {
+			tok := slot / k
+			axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])
+		}
+	}
+}

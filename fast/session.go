@@ -1,0 +1,162 @@
+package fast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// Session is one sequence's state: conv and recurrent state per GDN layer, KV cache per attention
+// layer, the position, and the decode plan's buffers. One goroutine uses it at a time.
+type Session struct {
+	m    *Model
+	pos  int
+	conv [][]float32 // per layer (GDN only): [(K-1)*C], oldest row first
+	ssm  [][]float32 // per layer (GDN only): [Hv, Dk, Dv]
+	kc   [][]float32 // per layer (attention only): [cap, Hkv*D] post-norm post-RoPE keys
+	vc   [][]float32 // per layer (attention only): [cap, Hkv*D]
+	dec  *decodeBufs
+	scr  []*gdnScratch
+}
+
+// NewSession returns an empty sequence.
+func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), nil }
+
+func (m *Model) newSession() *Session {
+	s := &Session{m: m}
+	n := len(m.layers)
+	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
+	s.kc, s.vc = make([][]float32, n), make([][]float32, n)
+	d := m.gdn
+	for i, l := range m.layers {
+		if l.kind == checkpoint.LinearAttention {
+			s.conv[i] = make([]float32, (d.k-1)*d.c)
+			s.ssm[i] = make([]float32, d.hv*d.dk*d.dv)
+		}
+	}
+	s.dec = newDecodeBufs(m)
+	s.scr = make([]*gdnScratch, d.hv)
+	for h := range s.scr {
+		s.scr[h] = newGDNScratch(d.dk, d.dv)
+	}
+	return s
+}
+
+// Len is the number of tokens processed.
+func (s *Session) Len() int { return s.pos }
+
+// kvReserve makes room in every KV cache for n more tokens, growing in steps of 1,024 tokens so
+// that decode allocates only once per 1,024 tokens.
+func (s *Session) kvReserve(n int) {
+	c := s.m.cfg
+	w := c.NumKVHeads * c.HeadDim
+	need := (s.pos + n) * w
+	for i, l := range s.m.layers {
+		if l.kind != checkpoint.FullAttention || cap(s.kc[i]) >= need {
+			continue
+		}
+		nc := ((s.pos+n)/1024 + 1) * 1024 * w
+		k := make([]float32, s.pos*w, nc)
+		v := make([]float32, s.pos*w, nc)
+		copy(k, s.kc[i])
+		copy(v, s.vc[i])
+		s.kc[i], s.vc[i] = k, v
+	}
+	for i, l := range s.m.layers {
+		if l.kind == checkpoint.FullAttention {
+			s.kc[i] = s.kc[i][:need]
+			s.vc[i] = s.vc[i][:need]
+		}
+	}
+}
+
+func (s *Session) checkRoom(n int) error {
+	if s.pos+n > s.m.maxCtx {
+		return fmt.Errorf("fast: %d tokens after %d exceed the context of %d", n, s.pos, s.m.maxCtx)
+	}
+	return nil
+}
+
+// Decode appends one token and returns the logits at its position: [V]. The slice is reused by
+// the next call.
+func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
+	if err := s.checkRoom(1); err != nil {
+		return nil, err
+	}
+	if err := s.m.embedRow(tok, s.dec.h); err != nil {
+		return nil, err
+	}
+	s.kvReserve(1)
+	if err := s.decodeStep(ctx); err != nil {
+		return nil, err
+	}
+	return s.dec.logits, nil
+}
+
+// Prefill appends tokens in chunks and returns the logits at the last position.
+func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []float32) error) ([]float32, error) {
+	if len(toks) == 0 {
+		return nil, errors.New("fast: empty prefill")
+	}
+	if err := s.checkRoom(len(toks)); err != nil {
+		return nil, err
+	}
+	for _, t := range toks {
+		if t < 0 || int(t) >= s.m.embed.out {
+			return nil, fmt.Errorf("fast: token id %d outside the vocabulary [0, %d)", t, s.m.embed.out)
+		}
+	}
+	var last []float32
+	for c0 := 0; c0 < len(toks); c0 += prefillChunk {
+		c1 := min(c0+prefillChunk, len(toks))
+		var err error
+		last, err = s.prefillChunk(ctx, toks[c0:c1], c0, each)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return last, nil
+}
+
+// snapshot is a deep copy of a session's state.
+type snapshot struct {
+	m               *Model
+	pos             int
+	conv, ssm, k, v [][]float32
+}
+
+func (p *snapshot) Len() int { return p.pos }
+
+func clone(xs [][]float32) [][]float32 {
+	out := make([][]float32, len(xs))
+	for i, x := range xs {
+		if x != nil {
+			out[i] = append([]float32(nil), x...)
+		}
+	}
+	return out
+}
+
+// Snapshot copies the state.
+func (s *Session) Snapshot() (engine.Snapshot, error) {
+	return &snapshot{m: s.m, pos: s.pos, conv: clone(s.conv), ssm: clone(s.ssm), k: clone(s.kc), v: clone(s.vc)}, nil
+}
+
+// Restore replaces the state with a snapshot of the same model.
+func (s *Session) Restore(x engine.Snapshot) error {
+	p, ok := x.(*snapshot)
+	if !ok || p.m != s.m {
+		return errors.New("fast: snapshot is from another backend or model")
+	}
+	s.pos, s.conv, s.ssm, s.kc, s.vc = p.pos, clone(p.conv), clone(p.ssm), clone(p.k), clone(p.v)
+	return nil
+}
+
+// Close releases the state.
+func (s *Session) Close() error {
+	s.conv, s.ssm, s.kc, s.vc, s.dec = nil, nil, nil, nil, nil
+	return nil
+}
