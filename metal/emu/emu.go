@@ -1,0 +1,224 @@
+// Package emu runs lily's Metal kernel sources on the CPU: the .metal files are compiled unchanged
+// as C++ by the system g++ against an emulation of the MSL subset they use (include/), and run in a
+// child process that executes each dispatch with real threadgroup, SIMD-group and barrier semantics
+// (see include/metal_stdlib). It exists so that Linux CI can check every kernel against ref, and so a
+// kernel can be debugged on any machine: Dispatch runs one dispatch on given buffers and returns them.
+package emu
+
+import (
+	"bufio"
+	"embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+//go:embed include
+var include embed.FS
+
+// Emulator is a running emulator process for one set of kernel sources. It is safe for concurrent
+// use; dispatches are serialized.
+type Emulator struct {
+	dir     string
+	kernels map[string]Kernel
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	in    *bufio.Writer
+	out   *bufio.Reader
+}
+
+// Build compiles sources (file name → MSL text) with g++ into a fresh temporary directory and starts
+// the emulator process. Close removes both.
+func Build(sources map[string]string) (*Emulator, error) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		return nil, errors.New("metal emulator: g++ not found (install it: apt-get install -y g++)")
+	}
+	dir, err := os.MkdirTemp("", "lily-metal-emu-")
+	if err != nil {
+		return nil, fmt.Errorf("metal emulator: %w", err)
+	}
+	e := &Emulator{dir: dir, kernels: map[string]Kernel{}}
+	if err := e.write(sources); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	bin := filepath.Join(dir, "emu")
+	cmd := exec.Command(cxx, "-std=gnu++17", "-O1", "-g", "-w", "-I", filepath.Join(dir, "include"),
+		"-o", bin, filepath.Join(dir, "main.cpp"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("metal emulator: compiling the kernels failed: %v\n%s", err, out)
+	}
+	if err := e.start(bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return e, nil
+}
+
+// write lays out the headers, the kernel sources and the generated main.cpp in e.dir.
+func (e *Emulator) write(sources map[string]string) error {
+	err := fsCopy(include, "include", filepath.Join(e.dir, "include"))
+	if err != nil {
+		return fmt.Errorf("metal emulator: %w", err)
+	}
+	names := make([]string, 0, len(sources))
+	for n := range sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var main strings.Builder
+	main.WriteString("#include <metal_stdlib>\n")
+	var table strings.Builder
+	for _, n := range names {
+		ks, err := ParseKernels(sources[n])
+		if err != nil {
+			return fmt.Errorf("metal emulator: %s: %w", n, err)
+		}
+		if err := os.WriteFile(filepath.Join(e.dir, n), []byte(sources[n]), 0o644); err != nil {
+			return fmt.Errorf("metal emulator: %w", err)
+		}
+		fmt.Fprintf(&main, "#include %q\n", filepath.Join(e.dir, n))
+		for _, k := range ks {
+			if _, dup := e.kernels[k.Name]; dup {
+				return fmt.Errorf("metal emulator: kernel %s defined twice", k.Name)
+			}
+			e.kernels[k.Name] = k
+			main.WriteString(k.wrapper())
+			fmt.Fprintf(&table, "  {%q, lily_w_%s},\n", k.Name, k.Name)
+		}
+	}
+	main.WriteString("#include <lily_emu_main.h>\nstatic const lily_emu::Entry kTable[] = {\n")
+	main.WriteString(table.String())
+	main.WriteString("  {\"\", nullptr}};\nint main() { return lily_emu::serve(kTable, sizeof kTable / sizeof kTable[0] - 1); }\n")
+	return os.WriteFile(filepath.Join(e.dir, "main.cpp"), []byte(main.String()), 0o644)
+}
+
+func fsCopy(fsys embed.FS, from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	ents, err := fsys.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, en := range ents {
+		b, err := fsys.ReadFile(from + "/" + en.Name())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, en.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Emulator) start(bin string) error {
+	cmd := exec.Command(bin)
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("metal emulator: start: %w", err)
+	}
+	e.cmd, e.stdin, e.in, e.out = cmd, w, bufio.NewWriterSize(w, 1<<20), bufio.NewReaderSize(r, 1<<20)
+	return nil
+}
+
+// Kernels lists the kernels the sources define, with their parsed signatures.
+func (e *Emulator) Kernels() map[string]Kernel { return e.kernels }
+
+// Dispatch runs kernel over grid threadgroups of group threads each, with bufs[i] bound at
+// [[buffer(i)]]; the buffers are updated in place with what the kernel wrote.
+func (e *Emulator) Dispatch(kernel string, grid, group [3]int, bufs map[int][]byte) error {
+	k, ok := e.kernels[kernel]
+	if !ok {
+		return fmt.Errorf("metal emulator: unknown kernel %q", kernel)
+	}
+	for _, p := range k.Params {
+		if p.Buffer >= 0 && bufs[p.Buffer] == nil {
+			return fmt.Errorf("metal emulator: %s: buffer %d (%s) not bound", kernel, p.Buffer, p.Name)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cmd == nil {
+		return errors.New("metal emulator: closed")
+	}
+	idx := make([]int, 0, len(bufs))
+	for i := range bufs {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	le := binary.LittleEndian
+	var hdr []byte
+	hdr = le.AppendUint32(hdr, 0x554d454c)
+	hdr = le.AppendUint32(hdr, uint32(len(kernel)))
+	hdr = append(hdr, kernel...)
+	for _, v := range append(grid[:], group[:]...) {
+		hdr = le.AppendUint32(hdr, uint32(v))
+	}
+	hdr = le.AppendUint32(hdr, uint32(len(idx)))
+	e.in.Write(hdr)
+	for _, i := range idx {
+		var b []byte
+		b = le.AppendUint32(b, uint32(i))
+		b = le.AppendUint64(b, uint64(len(bufs[i])))
+		e.in.Write(b)
+		e.in.Write(bufs[i])
+	}
+	if err := e.in.Flush(); err != nil {
+		return fmt.Errorf("metal emulator: %s: %w", kernel, err)
+	}
+	var st [4]byte
+	if _, err := io.ReadFull(e.out, st[:]); err != nil {
+		return fmt.Errorf("metal emulator: %s: process died: %w", kernel, err)
+	}
+	if le.Uint32(st[:]) != 0 {
+		var n [4]byte
+		io.ReadFull(e.out, n[:])
+		msg := make([]byte, le.Uint32(n[:]))
+		io.ReadFull(e.out, msg)
+		return fmt.Errorf("metal emulator: %s: %s", kernel, msg)
+	}
+	for _, i := range idx {
+		var n [8]byte
+		if _, err := io.ReadFull(e.out, n[:]); err != nil {
+			return fmt.Errorf("metal emulator: %s: %w", kernel, err)
+		}
+		if _, err := io.ReadFull(e.out, bufs[i][:le.Uint64(n[:])]); err != nil {
+			return fmt.Errorf("metal emulator: %s: %w", kernel, err)
+		}
+	}
+	return nil
+}
+
+// Close stops the process and removes the build directory.
+func (e *Emulator) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cmd != nil {
+		e.in.Flush()
+		e.stdin.Close()
+		e.cmd.Wait()
+		e.cmd = nil
+	}
+	return os.RemoveAll(e.dir)
+}
