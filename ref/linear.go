@@ -74,10 +74,7 @@ func Row(m *checkpoint.Matrix, e, r int, dst []float32) error {
 	sr := e*m.StoredRows + m.RowOffset + r // stored row
 	if m.Bits == 0 {
 		size := m.W.DType.Size()
-		b := m.W.Data[sr*m.In*size : (sr+1)*m.In*size]
-		for i := range dst {
-			dst[i] = scalarAt(m.W.DType, b, i)
-		}
+		decode(m.W.DType, m.W.Data[sr*m.In*size:(sr+1)*m.In*size], dst)
 		return nil
 	}
 	groups := m.In / m.GroupSize
@@ -87,13 +84,33 @@ func Row(m *checkpoint.Matrix, e, r int, dst []float32) error {
 	for g := 0; g < groups; g++ {
 		scale := scalarAt(m.Scales.DType, m.Scales.Data, sr*groups+g)
 		bias := scalarAt(m.Biases.DType, m.Biases.Data, sr*groups+g)
-		for i := g * m.GroupSize; i < (g+1)*m.GroupSize; i++ {
+		for i := g * m.GroupSize; i < (g+1)*m.GroupSize; i += per {
 			word := binary.LittleEndian.Uint32(words[4*(i/per):])
-			q := float32((word >> (m.Bits * (i % per))) & mask)
-			dst[i] = float32(scale*q) + bias
+			for k := 0; k < per; k++ {
+				q := float32((word >> (m.Bits * k)) & mask)
+				dst[i+k] = float32(scale*q) + bias
+			}
 		}
 	}
 	return nil
+}
+
+// decode widens a little-endian BF16, F16 or F32 buffer into dst.
+func decode(dt checkpoint.DType, b []byte, dst []float32) {
+	switch dt {
+	case safetensors.BF16:
+		for i := range dst {
+			dst[i] = BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	case safetensors.F16:
+		for i := range dst {
+			dst[i] = F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	default:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	}
 }
 
 // scalarAt reads element i of a little-endian BF16, F16 or F32 buffer as float32.
