@@ -1,12 +1,261 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/ref"
 )
 
-// cmdRun is not built yet; its issue replaces this file.
+// errNotWired marks the pieces other branches provide (loader, tokenizer, chat renderer); the lead
+// replaces loadWeights, encodePrompt and detokenize at merge.
+var errNotWired = errors.New("not wired yet")
+
+// loadWeights opens the checkpoint in dir. It returns the weights and a function that releases
+// them (the mmap). TODO(merge): replace the body with
+//
+//	ck, err := checkpoint.Open(dir); if err != nil { return nil, nil, err }; return ck.Weights, ck.Close, nil
+func loadWeights(dir string) (*checkpoint.Weights, func() error, error) {
+	return nil, nil, fmt.Errorf("loading %s: checkpoint loader %w (merge pending)", dir, errNotWired)
+}
+
+// encodePrompt turns a text prompt (rendered as one user turn with --chat) into ids.
+// TODO(merge): tokenizer.Load(dir/tokenizer.json).Encode, and the chat renderer for chat.
+func encodePrompt(dir, prompt string, chat bool) ([]int32, error) {
+	return nil, fmt.Errorf("--prompt: tokenizer %w; use --prompt-ids", errNotWired)
+}
+
+// detokenize decodes generated ids to text, skipping special tokens.
+// TODO(merge): tokenizer.Load(dir/tokenizer.json).Decode(ids, true).
+func detokenize(dir string, ids []int32) (string, error) {
+	return "", fmt.Errorf("tokenizer %w", errNotWired)
+}
+
+// runResult is the --json output of lily run.
+type runResult struct {
+	PromptIDs   []int32          `json:"prompt_ids"`
+	TokenIDs    []int32          `json:"token_ids"`
+	Text        string           `json:"text"`
+	Logprobs    []float64        `json:"logprobs"`
+	TopLogprobs [][]tokenLogprob `json:"top_logprobs"`
+}
+
+type tokenLogprob struct {
+	ID      int32   `json:"id"`
+	Logprob float64 `json:"logprob"`
+}
+
+// cmdRun generates greedily from a prompt: lily run --model DIR --backend ref (--prompt TEXT [--chat]
+// | --prompt-ids 1,2,3) [--max-tokens N] [--logprobs K] [--json].
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lily run: not implemented yet")
-	return 1
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "checkpoint directory (required)")
+	backend := fs.String("backend", "ref", "backend: ref or fast")
+	prompt := fs.String("prompt", "", "prompt text")
+	chat := fs.Bool("chat", false, "render --prompt as one user turn of the chat template")
+	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
+	maxTokens := fs.Int("max-tokens", 64, "most tokens to generate")
+	topK := fs.Int("logprobs", 0, "also report the K most likely tokens at every step")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lily run --model DIR --backend ref (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--logprobs K] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "lily run: "+format+"\n", a...)
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected arguments %q", fs.Args())
+	case *model == "":
+		return usageErr("--model is required")
+	case fs.Changed("prompt") == fs.Changed("prompt-ids"):
+		return usageErr("give exactly one of --prompt and --prompt-ids")
+	case *chat && !fs.Changed("prompt"):
+		return usageErr("--chat needs --prompt")
+	case *maxTokens < 0 || *topK < 0:
+		return usageErr("--max-tokens and --logprobs must be ≥ 0")
+	case *backend != "ref" && *backend != "fast":
+		return usageErr("unknown --backend %q (want ref or fast)", *backend)
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "lily run: %v\n", err)
+		return 1
+	}
+	if *backend == "fast" {
+		return fail(errors.New("backend fast is not available yet; use --backend ref"))
+	}
+	var ids []int32
+	var err error
+	if fs.Changed("prompt-ids") {
+		if ids, err = parseIDs(*idsFlag); err != nil {
+			return usageErr("--prompt-ids: %v", err)
+		}
+	} else if ids, err = encodePrompt(*model, *prompt, *chat); err != nil {
+		return fail(err)
+	}
+
+	w, release, err := loadWeights(*model)
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
+	m, err := ref.New(w)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := generate(ctx, ref.NewBackend(m), ids, *maxTokens, *topK, w.Config.EOSTokenIDs)
+	if err != nil {
+		return fail(err)
+	}
+	if res.Text, err = detokenize(*model, res.TokenIDs); err != nil {
+		fmt.Fprintf(stderr, "lily run: text left empty: %v\n", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(res); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	if res.Text != "" {
+		fmt.Fprintln(stdout, res.Text)
+	} else {
+		fmt.Fprintln(stdout, joinIDs(res.TokenIDs))
+	}
+	return 0
+}
+
+// generate prefills ids and then picks the argmax token (ties to the lower id) up to maxTokens
+// times, stopping after a token in eos (which is kept in the result) or once prompt plus generated
+// tokens reach the backend's context limit. For every generated token it records its log-probability and, when topK > 0, the topK
+// most likely tokens (log-softmax over the full logits, in float64).
+func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, topK int, eos []int) (*runResult, error) {
+	res := &runResult{PromptIDs: ids, TokenIDs: []int32{}, Logprobs: []float64{}, TopLogprobs: [][]tokenLogprob{}}
+	if len(ids) == 0 {
+		return nil, errors.New("empty prompt")
+	}
+	s, err := b.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	logits, err := s.Prefill(ctx, ids, nil)
+	if err != nil {
+		return nil, err
+	}
+	for len(res.TokenIDs) < maxTokens {
+		lp := logSoftmax(logits)
+		tok := int32(0)
+		for i, v := range lp {
+			if v > lp[tok] {
+				tok = int32(i)
+			}
+		}
+		res.TokenIDs = append(res.TokenIDs, tok)
+		res.Logprobs = append(res.Logprobs, lp[tok])
+		if topK > 0 {
+			res.TopLogprobs = append(res.TopLogprobs, topLogprobs(lp, topK))
+		}
+		if slices.Contains(eos, int(tok)) || len(res.TokenIDs) == maxTokens || s.Len()+1 >= b.MaxContext() {
+			break
+		}
+		if logits, err = s.Decode(ctx, tok); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// logSoftmax is x_i − log Σ_j exp(x_j) in float64.
+func logSoftmax(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(sum)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - lse
+	}
+	return out
+}
+
+// topLogprobs returns the k largest log-probabilities, descending, ties to the lower id.
+func topLogprobs(lp []float64, k int) []tokenLogprob {
+	order := make([]int, len(lp))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case lp[a] > lp[b]:
+			return -1
+		case lp[a] < lp[b]:
+			return 1
+		}
+		return 0
+	})
+	out := make([]tokenLogprob, min(k, len(lp)))
+	for i := range out {
+		out[i] = tokenLogprob{ID: int32(order[i]), Logprob: lp[order[i]]}
+	}
+	return out
+}
+
+// parseIDs parses "1,2,3" (spaces allowed) into token ids.
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q is not a token id", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("no ids")
+	}
+	return ids, nil
+}
+
+func joinIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, " ")
 }

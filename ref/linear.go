@@ -1,0 +1,183 @@
+package ref
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/safetensors"
+)
+
+// CheckMatrix verifies that m's stored tensors hold exactly the bytes its logical shape needs, so that
+// Row and MatVec can index them without bounds surprises. It does not look at Tensor.Shape (the loader
+// checks names and shapes); it checks the byte counts the indexing relies on.
+func CheckMatrix(m *checkpoint.Matrix) error {
+	if m.Out <= 0 || m.In <= 0 || m.Experts < 0 || m.RowOffset < 0 || m.StoredRows < m.RowOffset+m.Out {
+		return fmt.Errorf("matrix %s: bad shape experts=%d out=%d in=%d rows=%d offset=%d",
+			m.Name, m.Experts, m.Out, m.In, m.StoredRows, m.RowOffset)
+	}
+	rows := max(m.Experts, 1) * m.StoredRows
+	switch m.Bits {
+	case 0:
+		switch m.W.DType {
+		case safetensors.BF16, safetensors.F16, safetensors.F32:
+		default:
+			return fmt.Errorf("matrix %s: dense dtype %v, want BF16, F16 or F32", m.Name, m.W.DType)
+		}
+		if want := rows * m.In * m.W.DType.Size(); len(m.W.Data) != want {
+			return fmt.Errorf("matrix %s: %d weight bytes, want %d", m.Name, len(m.W.Data), want)
+		}
+	case 4, 8:
+		if m.GroupSize <= 0 || m.In%m.GroupSize != 0 || m.GroupSize%(32/m.Bits) != 0 {
+			return fmt.Errorf("matrix %s: group size %d does not divide in=%d into whole words", m.Name, m.GroupSize, m.In)
+		}
+		if m.W.DType != safetensors.U32 {
+			return fmt.Errorf("matrix %s: packed dtype %v, want U32", m.Name, m.W.DType)
+		}
+		if want := rows * m.In * m.Bits / 8; len(m.W.Data) != want {
+			return fmt.Errorf("matrix %s: %d packed bytes, want %d", m.Name, len(m.W.Data), want)
+		}
+		for _, t := range []*checkpoint.Tensor{&m.Scales, &m.Biases} {
+			switch t.DType {
+			case safetensors.BF16, safetensors.F16, safetensors.F32:
+			default:
+				return fmt.Errorf("matrix %s: %s dtype %v, want BF16, F16 or F32", m.Name, t.Name, t.DType)
+			}
+			if want := rows * (m.In / m.GroupSize) * t.DType.Size(); len(t.Data) != want {
+				return fmt.Errorf("matrix %s: %s has %d bytes, want %d", m.Name, t.Name, len(t.Data), want)
+			}
+		}
+	default:
+		return fmt.Errorf("matrix %s: %d bits, want 0, 4 or 8", m.Name, m.Bits)
+	}
+	return nil
+}
+
+// checkShape reports whether m is a checked matrix of the expected logical shape.
+func checkShape(m *checkpoint.Matrix, experts, out, in int) error {
+	if m.Experts != experts || m.Out != out || m.In != in {
+		return fmt.Errorf("matrix %s: shape experts=%d [%d, %d], want experts=%d [%d, %d]",
+			m.Name, m.Experts, m.Out, m.In, experts, out, in)
+	}
+	return CheckMatrix(m)
+}
+
+// Row writes logical row r of expert e of m, dequantized to float32, into dst: [In].
+// Quantized: w[i] = float32(scale)·float32(q[i]) + float32(bias) (model.md §3.2), one float32
+// rounding after the product and one after the sum. e must be 0 for a plain matrix.
+func Row(m *checkpoint.Matrix, e, r int, dst []float32) error {
+	if e < 0 || e >= max(m.Experts, 1) || r < 0 || r >= m.Out || len(dst) != m.In {
+		return fmt.Errorf("matrix %s: row %d of expert %d into %d values (shape experts=%d [%d, %d])",
+			m.Name, r, e, len(dst), m.Experts, m.Out, m.In)
+	}
+	sr := e*m.StoredRows + m.RowOffset + r // stored row
+	if m.Bits == 0 {
+		size := m.W.DType.Size()
+		decode(m.W.DType, m.W.Data[sr*m.In*size:(sr+1)*m.In*size], dst)
+		return nil
+	}
+	groups := m.In / m.GroupSize
+	words := m.W.Data[sr*m.In*m.Bits/8 : (sr+1)*m.In*m.Bits/8]
+	mask := uint32(1)<<m.Bits - 1
+	per := 32 / m.Bits
+	for g := 0; g < groups; g++ {
+		scale := scalarAt(m.Scales.DType, m.Scales.Data, sr*groups+g)
+		bias := scalarAt(m.Biases.DType, m.Biases.Data, sr*groups+g)
+		for i := g * m.GroupSize; i < (g+1)*m.GroupSize; i += per {
+			word := binary.LittleEndian.Uint32(words[4*(i/per):])
+			for k := 0; k < per; k++ {
+				q := float32((word >> (m.Bits * k)) & mask)
+				dst[i+k] = float32(scale*q) + bias
+			}
+		}
+	}
+	return nil
+}
+
+// decode widens a little-endian BF16, F16 or F32 buffer into dst.
+func decode(dt checkpoint.DType, b []byte, dst []float32) {
+	switch dt {
+	case safetensors.BF16:
+		for i := range dst {
+			dst[i] = BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	case safetensors.F16:
+		for i := range dst {
+			dst[i] = F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	default:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	}
+}
+
+// scalarAt reads element i of a little-endian BF16, F16 or F32 buffer as float32.
+func scalarAt(dt checkpoint.DType, b []byte, i int) float32 {
+	switch dt {
+	case safetensors.BF16:
+		return BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+	case safetensors.F16:
+		return F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+	default:
+		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+}
+
+// MatVec computes y = W_e x for expert e (0 for a plain matrix), one dequantized row at a time:
+// y[r] = Σ_i W[r,i]·x[i] accumulated in float64, rounded once to float32.
+// x: [In] → y: [Out].
+func MatVec(m *checkpoint.Matrix, e int, x, y []float32) error {
+	if len(x) != m.In || len(y) != m.Out {
+		return fmt.Errorf("matrix %s: matvec with x[%d] → y[%d], want x[%d] → y[%d]", m.Name, len(x), len(y), m.In, m.Out)
+	}
+	row := make([]float32, m.In)
+	for r := range y {
+		if err := Row(m, e, r, row); err != nil {
+			return err
+		}
+		y[r] = dot(row, x)
+	}
+	return nil
+}
+
+// Linear applies MatVec to every row of x. x: [T][In] → [T][Out].
+func Linear(m *checkpoint.Matrix, e int, x [][]float32) ([][]float32, error) {
+	out := make([][]float32, len(x))
+	for t := range x {
+		out[t] = make([]float32, m.Out)
+		if err := MatVec(m, e, x[t], out[t]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Embed returns row id of the embedding matrix: [H]. Ids outside [0, Out) are an error.
+func Embed(m *checkpoint.Matrix, id int32) ([]float32, error) {
+	if id < 0 || int(id) >= m.Out {
+		return nil, fmt.Errorf("token id %d out of range [0, %d)", id, m.Out)
+	}
+	row := make([]float32, m.In)
+	return row, Row(m, 0, int(id), row)
+}
+
+// dot is Σ a[i]·b[i] accumulated in float64, rounded to float32. The float64 product of two
+// float32 values is exact, so the result does not depend on whether the compiler fuses multiply-add.
+func dot(a, b []float32) float32 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return float32(s)
+}
+
+// cloneRows deep-copies a slice of rows.
+func cloneRows(rows [][]float32) [][]float32 {
+	out := make([][]float32, len(rows))
+	for i, r := range rows {
+		out[i] = append([]float32(nil), r...)
+	}
+	return out
+}

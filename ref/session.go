@@ -1,0 +1,252 @@
+package ref
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// ErrClosed is returned by a Session used after Close.
+var ErrClosed = errors.New("ref: session is closed")
+
+// State is the sequence state of the whole model: per layer a KV cache (attention layers) or a conv
+// and recurrent state (GDN layers), and the number of tokens processed.
+type State struct {
+	Pos int         // tokens processed so far: the next token's position
+	KV  []*KVCache  // [layers], nil for GDN layers
+	GDN []*GDNState // [layers], nil for attention layers
+}
+
+// NewState returns the empty state (position 0, zero conv and recurrent state, empty caches).
+func (m *Model) NewState() *State {
+	st := &State{KV: make([]*KVCache, m.cfg.NumLayers), GDN: make([]*GDNState, m.cfg.NumLayers)}
+	for l, layer := range m.w.Layers {
+		if layer.Kind == checkpoint.LinearAttention {
+			st.GDN[l] = NewGDNState(m.cfg)
+		} else {
+			st.KV[l] = &KVCache{}
+		}
+	}
+	return st
+}
+
+// Clone returns a deep copy of st.
+func (st *State) Clone() *State {
+	c := &State{Pos: st.Pos, KV: make([]*KVCache, len(st.KV)), GDN: make([]*GDNState, len(st.GDN))}
+	for l := range st.KV {
+		if st.KV[l] != nil {
+			c.KV[l] = st.KV[l].clone()
+		}
+		if st.GDN[l] != nil {
+			c.GDN[l] = st.GDN[l].clone()
+		}
+	}
+	return c
+}
+
+// Session is one sequence on a Model; it implements engine.Session. One goroutine uses it at a time.
+type Session struct {
+	m      *Model
+	st     *State
+	closed bool
+}
+
+// NewSession returns a session at position 0.
+func (m *Model) NewSession() *Session { return &Session{m: m, st: m.NewState()} }
+
+// MaxContext is the longest sequence a session may hold: max_position_embeddings.
+func (m *Model) MaxContext() int { return m.cfg.MaxPositionEmbeddings }
+
+// Len is the number of tokens processed so far.
+func (s *Session) Len() int { return s.st.Pos }
+
+// Prefill appends tokens using the chunked delta rule and returns the logits at the last position.
+// When each is non-nil it gets the logits of every new position in order (computed one position at
+// a time; the slice is only valid during the call). On an error before the last layer, including
+// ctx cancellation (checked between layers), the state is left as it was; an error from each leaves
+// the tokens appended.
+func (s *Session) Prefill(ctx context.Context, tokens []int32, each func(i int, logits []float32) error) ([]float32, error) {
+	return s.prefill(ctx, tokens, nil, each)
+}
+
+// PrefillHidden is Prefill for conformance tests: it calls hidden with the hidden states of the new
+// tokens after each stage, h: [T][H], valid only during the call:
+//
+//	layer −1:           the embeddings
+//	layer 0..L−1:       the output of decoder layer l (residual stream, before the final norm)
+//	layer L (= layers): the final-normed hidden state, i.e. what lm_head reads
+//
+// transformers' output_hidden_states[i] equals layer i−1 here for i ≤ L−1, and its last entry
+// (after the final norm) equals layer L. It returns the last position's logits.
+func (s *Session) PrefillHidden(ctx context.Context, tokens []int32, hidden func(layer int, h [][]float32)) ([]float32, error) {
+	return s.prefill(ctx, tokens, hidden, nil)
+}
+
+func (s *Session) prefill(ctx context.Context, tokens []int32, hidden func(int, [][]float32), each func(int, []float32) error) ([]float32, error) {
+	h, err := s.forward(ctx, tokens, true, hidden)
+	if err != nil {
+		return nil, err
+	}
+	if each == nil {
+		return s.m.Logits(h[len(h)-1])
+	}
+	var logits []float32
+	for i := range h {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if logits, err = s.m.Logits(h[i]); err != nil {
+			return nil, err
+		}
+		if err := each(i, logits); err != nil {
+			return nil, err
+		}
+	}
+	return logits, nil
+}
+
+// Decode appends one token using the recurrent delta-rule step and returns its logits: [V].
+func (s *Session) Decode(ctx context.Context, token int32) ([]float32, error) {
+	h, err := s.forward(ctx, []int32{token}, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.m.Logits(h[0])
+}
+
+// forward runs tokens through every layer from the session state and returns the last layer's
+// output (before the final norm): [T][H]. On error the state is rolled back.
+func (s *Session) forward(ctx context.Context, tokens []int32, chunked bool, hidden func(int, [][]float32)) ([][]float32, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if len(tokens) == 0 {
+		return nil, errors.New("ref: no tokens")
+	}
+	if n := s.st.Pos + len(tokens); n > s.m.MaxContext() {
+		return nil, fmt.Errorf("ref: context overflow: %d + %d tokens > max context %d", s.st.Pos, len(tokens), s.m.MaxContext())
+	}
+	h := make([][]float32, len(tokens)) // [T][H]
+	for t, id := range tokens {
+		row, err := Embed(&s.m.w.Embed, id)
+		if err != nil {
+			return nil, fmt.Errorf("ref: position %d: %w", t, err)
+		}
+		h[t] = row
+	}
+	if hidden != nil {
+		hidden(-1, h)
+	}
+	saved := s.saveRecurrent()
+	for l := range s.m.w.Layers {
+		var err error
+		if err = ctx.Err(); err == nil {
+			h, err = s.m.DecoderLayer(l, h, s.st, chunked)
+		}
+		if err != nil {
+			s.rollback(saved)
+			return nil, err
+		}
+		if hidden != nil {
+			hidden(l, h)
+		}
+	}
+	s.st.Pos += len(tokens)
+	if hidden != nil {
+		normed := make([][]float32, len(h))
+		for t := range h {
+			normed[t] = make([]float32, len(h[t]))
+			RMSNorm(normed[t], h[t], s.m.w.FinalNorm, s.m.cfg.RMSNormEps)
+		}
+		hidden(len(s.m.w.Layers), normed)
+	}
+	return h, nil
+}
+
+// saveRecurrent copies the GDN states (small) so that a failed forward can be undone; KV caches
+// are undone by truncation to the old position.
+func (s *Session) saveRecurrent() []*GDNState {
+	saved := make([]*GDNState, len(s.st.GDN))
+	for l, g := range s.st.GDN {
+		if g != nil {
+			saved[l] = g.clone()
+		}
+	}
+	return saved
+}
+
+func (s *Session) rollback(saved []*GDNState) {
+	for l := range s.st.GDN {
+		if saved[l] != nil {
+			s.st.GDN[l] = saved[l]
+		}
+		if kv := s.st.KV[l]; kv != nil {
+			kv.K, kv.V = kv.K[:s.st.Pos], kv.V[:s.st.Pos]
+		}
+	}
+}
+
+// snapshot is a deep copy of a session's state, tied to its model.
+type snapshot struct {
+	m  *Model
+	st *State
+}
+
+func (sn *snapshot) Len() int { return sn.st.Pos }
+
+// Snapshot deep-copies the state.
+func (s *Session) Snapshot() (engine.Snapshot, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return &snapshot{m: s.m, st: s.st.Clone()}, nil
+}
+
+// Restore replaces the state with a deep copy of a snapshot taken from a session of the same Model.
+func (s *Session) Restore(sn engine.Snapshot) error {
+	if s.closed {
+		return ErrClosed
+	}
+	r, ok := sn.(*snapshot)
+	if !ok || r.m != s.m {
+		return errors.New("ref: snapshot is not from this model's sessions")
+	}
+	s.st = r.st.Clone()
+	return nil
+}
+
+// Close releases the state; later calls return ErrClosed.
+func (s *Session) Close() error {
+	s.closed, s.st = true, &State{}
+	return nil
+}
+
+// Backend is the reference backend; it implements engine.Backend and is safe for concurrent use
+// through distinct sessions.
+type Backend struct{ m *Model }
+
+// NewBackend returns the reference backend over m.
+func NewBackend(m *Model) *Backend { return &Backend{m: m} }
+
+// Model returns the backend's model.
+func (b *Backend) Model() *Model { return b.m }
+
+// Name is "ref".
+func (b *Backend) Name() string { return "ref" }
+
+// VocabSize is the logits length, the padded vocab.
+func (b *Backend) VocabSize() int { return b.m.w.LMHead.Out }
+
+// MaxContext is max_position_embeddings.
+func (b *Backend) MaxContext() int { return b.m.MaxContext() }
+
+// NewSession returns an empty sequence.
+func (b *Backend) NewSession() (engine.Session, error) { return b.m.NewSession(), nil }
+
+var (
+	_ engine.Backend = (*Backend)(nil)
+	_ engine.Session = (*Session)(nil)
+)
