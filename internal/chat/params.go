@@ -3,7 +3,6 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 )
 
@@ -11,22 +10,20 @@ import (
 type toolSchemas map[string]map[string]*value
 
 // parseToolSchemas reads the request's tools: OpenAI {"type":"function","function":{…}} entries or
-// bare function objects. Entries without a string name are skipped (they cannot be called).
+// bare function objects. Entries that are not objects or have no string name are skipped (they
+// cannot be called; Render still prints them as the template does).
 func parseToolSchemas(raw json.RawMessage) (toolSchemas, error) {
 	tools, err := decodeTools(raw)
 	if err != nil {
 		return nil, err
 	}
 	out := toolSchemas{}
-	for i, t := range tools {
-		if t.kind != kObject {
-			return nil, fmt.Errorf("tools[%d]: a JSON %s, want an object", i, kindName(t.kind))
-		}
+	for _, t := range tools {
 		fn := t
 		if f := t.get("function"); f != nil && f.kind == kObject {
 			fn = f
 		}
-		name := fn.get("name")
+		name := fn.get("name") // nil unless fn is an object
 		if !name.isString() {
 			continue
 		}

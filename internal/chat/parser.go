@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -77,11 +78,11 @@ type Parser struct {
 
 // NewParser returns a parser for a response to a request with these tools (raw JSON array; nil or
 // null for none). thinking says whether the prompt ended with an open <think> block, i.e. whether
-// generation starts in reasoning.
+// generation starts in reasoning. The error, for tools that are not a JSON array, wraps ErrInvalid.
 func NewParser(tools json.RawMessage, thinking bool) (*Parser, error) {
 	schemas, err := parseToolSchemas(tools)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	p := &Parser{tools: schemas, mode: inContent}
 	if thinking {

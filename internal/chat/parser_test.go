@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -246,9 +247,15 @@ func TestParserStreamsArguments(t *testing.T) {
 }
 
 func TestNewParserBadTools(t *testing.T) {
-	for _, tools := range []string{`{`, `{"name":"f"}`, `[1]`} {
-		if _, err := NewParser(json.RawMessage(tools), true); err == nil {
-			t.Errorf("NewParser(%s): no error", tools)
+	for _, tools := range []string{`{`, `{"name":"f"}`, `"f"`, `[1] 2`} {
+		if _, err := NewParser(json.RawMessage(tools), true); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewParser(%s): err = %v, want ErrInvalid", tools, err)
 		}
+	}
+	// Entries that cannot be called are skipped: a call to them is content.
+	in := "<tool_call>\n<function=f>\n</function>\n</tool_call>"
+	got := parseChunks(t, `[1, {"function": 2}, {"name": 3}, null]`, false, []string{in})
+	if want := (parsed{Content: in}); !sameParsed(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
