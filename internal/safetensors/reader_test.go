@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 // testTensor is one tensor for buildFile.
