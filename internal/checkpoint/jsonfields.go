@@ -39,7 +39,7 @@ func (o object) intField(key string, def int) (int, error) {
 
 func parseInt(key string, raw json.RawMessage) (int, error) {
 	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
 		return 0, fmt.Errorf("%s: want an integer, got %s", key, raw)
 	}
 	i, err := n.Int64()
