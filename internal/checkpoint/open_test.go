@@ -3,8 +3,8 @@ package checkpoint
 import (
 	"encoding/binary"
 	"encoding/json"
-	"math"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
