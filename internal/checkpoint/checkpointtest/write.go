@@ -55,8 +55,12 @@ func WriteGeneration(dir string, eos ...int) error {
 	return os.WriteFile(filepath.Join(dir, "generation_config.json"), b, 0o644)
 }
 
-// WriteSafetensors writes one safetensors file holding specs, filled as Write describes.
+// WriteSafetensors writes one safetensors file holding specs, filled as Write describes; a nil
+// rng means a fixed seed.
 func WriteSafetensors(path string, specs []Spec, rng *rand.Rand) error {
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0, 1))
+	}
 	hdr := map[string]any{"__metadata__": map[string]string{"format": "test"}}
 	var data []byte
 	for _, s := range specs {
