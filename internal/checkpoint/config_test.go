@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
@@ -116,4 +118,29 @@ func TestParseConfigRejects(t *testing.T) {
 			errHas(t, err, c.want)
 		})
 	}
+}
+
+func TestLoadConfigNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, genPath := filepath.Join(dir, "config.json"), filepath.Join(dir, "generation_config.json")
+	_, err := LoadConfig(dir)
+	errHas(t, err, cfgPath)
+
+	noErr(t, os.WriteFile(cfgPath, []byte(`{"eos_token_id":1}`), 0o644))
+	c, err := LoadConfig(dir)
+	noErr(t, err)
+	eq(t, c.EOSTokenIDs, []int{1}) // no generation_config.json: the config's own eos
+
+	noErr(t, os.WriteFile(genPath, []byte(`{"eos_token_id":[5,6]}`), 0o644))
+	c, err = LoadConfig(dir)
+	noErr(t, err)
+	eq(t, c.EOSTokenIDs, []int{5, 6})
+
+	noErr(t, os.WriteFile(genPath, []byte(`{"eos_token_id":"x"}`), 0o644))
+	_, err = LoadConfig(dir)
+	errHas(t, err, genPath, "eos_token_id")
+
+	noErr(t, os.WriteFile(cfgPath, []byte(`{"hidden_size":0}`), 0o644))
+	_, err = LoadConfig(dir)
+	errHas(t, err, cfgPath, "hidden_size")
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Transformers' Qwen3_5MoeTextConfig defaults (configuration_qwen3_5_moe.py), applied to fields a
@@ -52,10 +51,11 @@ func LoadConfig(dir string) (*Config, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	c, err := ParseConfig(cfg, gen)
-	if err != nil {
-		if gen != nil && strings.HasPrefix(err.Error(), "generation_config.json") {
-			return nil, fmt.Errorf("checkpoint: %s: %w", genPath, err)
-		}
+	var ge genError
+	switch {
+	case errors.As(err, &ge):
+		return nil, fmt.Errorf("checkpoint: %s: %w", genPath, ge.err)
+	case err != nil:
 		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
 	}
 	return c, nil
@@ -97,7 +97,7 @@ func ParseConfig(configJSON, generationJSON []byte) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v < 1 || v > maxDim && f.key != "max_position_embeddings" {
+		if v < 1 || (v > maxDim && f.key != "max_position_embeddings") {
 			return nil, fmt.Errorf("%s = %d is out of range", f.key, v)
 		}
 		*f.dst = v
@@ -288,6 +288,12 @@ func checkHeads(c *Config) error {
 	return nil
 }
 
+// genError marks an error in generation_config.json.
+type genError struct{ err error }
+
+func (e genError) Error() string { return "generation_config.json: " + e.err.Error() }
+func (e genError) Unwrap() error { return e.err }
+
 // parseTokenIDs reads bos/eos from the text config, with generation_config.json's eos winning.
 func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	var err error
@@ -300,16 +306,16 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	if generationJSON != nil {
 		gen, err := parseObject(generationJSON)
 		if err != nil {
-			return fmt.Errorf("generation_config.json: %w", err)
+			return genError{err}
 		}
 		if gen.has("eos_token_id") {
 			if c.EOSTokenIDs, err = gen.intList("eos_token_id"); err != nil {
-				return fmt.Errorf("generation_config.json: %w", err)
+				return genError{err}
 			}
 		}
 		if c.BOSTokenID < 0 {
 			if c.BOSTokenID, err = gen.intField("bos_token_id", -1); err != nil {
-				return fmt.Errorf("generation_config.json: %w", err)
+				return genError{err}
 			}
 		}
 	}
