@@ -54,3 +54,20 @@ func (c *Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRota
 func (c *Config) ConvDim() int {
 	return 2*c.LinearNumKeyHeads*c.LinearKeyHeadDim + c.LinearNumValueHeads*c.LinearValueHeadDim
 }
+
+// KeyDim is the GDN query/key width: Hk*Dk.
+func (c *Config) KeyDim() int { return c.LinearNumKeyHeads * c.LinearKeyHeadDim }
+
+// ValueDim is the GDN value width: Hv*Dv.
+func (c *Config) ValueDim() int { return c.LinearNumValueHeads * c.LinearValueHeadDim }
+
+// NumLayersOf counts the layers of one kind.
+func (c *Config) NumLayersOf(k LayerKind) int {
+	n := 0
+	for _, t := range c.LayerTypes {
+		if t == k {
+			n++
+		}
+	}
+	return n
+}

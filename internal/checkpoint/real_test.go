@@ -1,0 +1,62 @@
+package checkpoint
+
+import (
+	"math"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+)
+
+// headerOnly describes a checkpoint by names, dtypes and shapes alone, as its safetensors
+// headers would: matrices carry no data (the loader checks their shapes and never reads them);
+// vectors and conv weights get zeroed data, which is small.
+func headerOnly(specs []checkpointtest.Spec) map[string]Tensor {
+	ts := make(map[string]Tensor, len(specs))
+	for _, s := range specs {
+		t := Tensor{Name: s.Name, File: "header-only", DType: s.DType, Shape: s.Shape}
+		if n := numel(s.Shape); n <= 1<<16 && s.DType.Size() == 2 {
+			t.Data = make([]byte, 2*n)
+		}
+		ts[s.Name] = t
+	}
+	return ts
+}
+
+// TestRealCheckpointFigures builds the full-size Qwen3.6-35B-A3B weights from header-only
+// descriptions of both layouts and checks the published figures: the mlx-community 4-bit text
+// tensors total exactly 19,508,787,456 bytes (model.md §2.3), ~34.66 B parameters, ~2.95 B active.
+func TestRealCheckpointFigures(t *testing.T) {
+	d := checkpointtest.Real()
+	stats := map[string]Stats{}
+	for _, layout := range []string{"mlx", "hf"} {
+		cfg, err := ParseConfig(d.ConfigJSON(layout), nil)
+		noErr(t, err)
+		specs := d.Specs(layout)
+		w, l, err := build(cfg, headerOnly(specs))
+		noErr(t, err)
+		eq(t, w.Layout.String(), layout)
+		s := computeStats(w, l)
+		eq(t, s.Tensors, len(specs))
+		eq(t, s.BytesTotal, specBytes(specs))
+		eq(t, s.DecodeBytesPerToken, decodeBytes(d, specs, false))
+		stats[layout] = s
+	}
+	mlx, hf := stats["mlx"], stats["hf"]
+	eq(t, mlx.BytesTotal, int64(19_508_787_456))
+	eq(t, mlx.ParamsTotal, hf.ParamsTotal)
+	eq(t, mlx.ParamsActive, hf.ParamsActive)
+	eq(t, hf.BytesTotal, 2*hf.ParamsTotal) // all bf16
+	eq(t, math.Round(float64(mlx.ParamsTotal)/1e7)/100, 34.66)
+	eq(t, math.Round(float64(mlx.ParamsActive)/1e7)/100, 2.95)
+	eq(t, mlx.Quantization.Overrides, 80)
+	eq(t, mlx.Quantization.OverrideBits, map[int]int{8: 80})
+	// A routed expert is 3 x (524,288 packed + 2 x 65,536 scale/bias) = 1,769,472 bytes, as
+	// measured on the real checkpoint; a decode step reads top-8 of them in each of 40 layers.
+	const expertBytes = 1_769_472
+	routedAll := int64(40 * 256 * expertBytes)
+	embedTable := int64(248320 * (256*4 + 2*32*2))
+	eq(t, mlx.DecodeBytesPerToken, mlx.BytesTotal-routedAll+40*8*expertBytes-embedTable+embedTable/248320)
+	t.Logf("mlx: params_total %d, params_active %d, bytes_total %d, decode_bytes_per_token %d",
+		mlx.ParamsTotal, mlx.ParamsActive, mlx.BytesTotal, mlx.DecodeBytesPerToken)
+	t.Logf("hf: bytes_total %d, decode_bytes_per_token %d", hf.BytesTotal, hf.DecodeBytesPerToken)
+}
