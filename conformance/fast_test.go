@@ -1,0 +1,152 @@
+package conformance
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lily-engine/lily/fast"
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/fidelity"
+	"github.com/lily-engine/lily/ref"
+)
+
+// fastLogitTol bounds |fast − ref| per logit relative to the logits' spread: fast accumulates in
+// float32 (ref in float64) and sums in a different order, which moves logits by ~1e-6 of their
+// range per layer on these small models.
+const fastLogitTol = 1e-4
+
+// openTiny writes the tiny synthetic checkpoint in layout ("hf" or "mlx") and opens it.
+func openTiny(t *testing.T, layout string) *checkpoint.Checkpoint {
+	t.Helper()
+	d := checkpointtest.Tiny()
+	dir := t.TempDir()
+	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 7); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	return ck
+}
+
+func backends(t *testing.T, ck *checkpoint.Checkpoint) (engine.Backend, engine.Backend) {
+	t.Helper()
+	rm, err := ref.New(ck.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm, err := fast.New(ck.Weights, nil, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.NewBackend(rm), fm
+}
+
+func randomTokens(n, vocab int, seed uint64) []int32 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(r.IntN(vocab))
+	}
+	return out
+}
+
+// maxRelDiff is max |a−b| over the range of a.
+func maxRelDiff(a, b []float32) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var d float64
+	for i := range a {
+		lo, hi = math.Min(lo, float64(a[i])), math.Max(hi, float64(a[i]))
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d / math.Max(hi-lo, 1e-30)
+}
+
+// TestFastMatchesRef runs prefill (crossing the 64-token chunk) then several decode steps on both
+// backends and compares every logit, for both checkpoint layouts.
+func TestFastMatchesRef(t *testing.T) {
+	for _, layout := range []string{"mlx", "hf"} {
+		t.Run(layout, func(t *testing.T) {
+			ck := openTiny(t, layout)
+			rb, fb := backends(t, ck)
+			ctx := context.Background()
+			rs, _ := rb.NewSession()
+			fs, _ := fb.NewSession()
+			prompt := randomTokens(70, rb.VocabSize(), 3)
+			rl, err := rs.Prefill(ctx, prompt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl, err := fs.Prefill(ctx, prompt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := maxRelDiff(rl, fl); e > fastLogitTol {
+				t.Fatalf("prefill logits differ by %g of their range", e)
+			}
+			for step, tok := range randomTokens(5, rb.VocabSize(), 4) {
+				rl, err = rs.Decode(ctx, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fl, err = fs.Decode(ctx, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e := maxRelDiff(rl, fl); e > fastLogitTol {
+					t.Fatalf("decode step %d: logits differ by %g of their range", step, e)
+				}
+			}
+		})
+	}
+}
+
+// TestFastTeacherForced is the whole-model budget of issue 6: top-1 agreement ≥ 99% and
+// |Δ perplexity| ≤ 0.5% against ref, teacher-forced on the same tokens.
+func TestFastTeacherForced(t *testing.T) {
+	ck := openTiny(t, "mlx")
+	rb, fb := backends(t, ck)
+	r, err := fidelity.Compare(context.Background(), rb, fb, randomTokens(150, rb.VocabSize(), 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top1Agreement < 0.99 || math.Abs(r.DeltaPPLRel) > 0.005 {
+		t.Fatalf("fast vs ref: %+v", r)
+	}
+}
+
+// TestFastSnapshotRestore checks that a restored session continues exactly like the original.
+func TestFastSnapshotRestore(t *testing.T) {
+	ck := openTiny(t, "mlx")
+	_, fb := backends(t, ck)
+	ctx := context.Background()
+	s, _ := fb.NewSession()
+	if _, err := s.Prefill(ctx, randomTokens(20, fb.VocabSize(), 5), nil); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Decode(ctx, 3)
+	a = append([]float32(nil), a...)
+	if _, err := s.Decode(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 20 {
+		t.Fatalf("restored length %d", s.Len())
+	}
+	b, _ := s.Decode(ctx, 3)
+	if maxRelDiff(a, b) != 0 {
+		t.Fatal("restored session diverged")
+	}
+}
