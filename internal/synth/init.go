@@ -76,9 +76,6 @@ func streamKey(seed uint64, stream string) uint64 {
 // rand64 is element i of the stream with this key (splitmix64 at position i).
 func rand64(key, i uint64) uint64 { return mix64(key + (i+1)*gamma) }
 
-// unit maps 24 random bits to a float in (0,1).
-func unit(bits uint64) float64 { return (float64(bits&(1<<24-1)) + 0.5) / (1 << 24) }
-
 // bf16 rounds a float32 to bfloat16 (round to nearest even); NaN stays NaN.
 func bf16(f float32) uint16 {
 	b := math.Float32bits(f)
@@ -121,21 +118,27 @@ func newFiller(in Init, name string, seed uint64) (filler, error) {
 		if in.Bits < 1 || in.Bits > 8 || in.Std <= 0 {
 			return nil, fmt.Errorf("tensor %q: quantization init needs bits in [1,8] and std > 0, got %d and %g", name, in.Bits, in.Std)
 		}
-		n := float64(int(1)<<in.Bits - 1)
-		amp, scales := quantAmplitude(in.Std, in.Bits), in.Kind == InitScales
+		// The group's value is v = mult * a: scales are s*2a/n, biases -s*a (see Init).
+		amp := quantAmplitude(in.Std, in.Bits)
+		lo, width := float32(amp*jitterLo), float32(amp*(jitterHi-jitterLo))
+		mult := float32(-1)
+		if in.Kind == InitScales {
+			mult = float32(2 / float64(int(1)<<in.Bits-1))
+		}
 		return func(dst []byte, off int64) {
 			g := uint64(off / 2)
+			var word uint64
 			for i := 0; i+1 < len(dst); i, g = i+2, g+1 {
-				r := rand64(key, g)
-				a := amp * (jitterLo + (jitterHi-jitterLo)*unit(r>>1))
+				// two groups per random word: 1 sign bit and 24 jitter bits each
+				if i == 0 || g%2 == 0 {
+					word = rand64(key, g/2)
+				}
+				r := word >> (32 * (g % 2))
+				a := lo + width*float32(r>>1&(1<<24-1))*(1.0/(1<<24))
 				if r&1 == 1 {
 					a = -a
 				}
-				v := -a
-				if scales {
-					v = 2 * a / n
-				}
-				binary.LittleEndian.PutUint16(dst[i:], bf16(float32(v)))
+				binary.LittleEndian.PutUint16(dst[i:], bf16(mult*a))
 			}
 		}, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -238,5 +239,30 @@ func checkGroupsCentred(t *testing.T, name string, scales, biases []float64, bit
 	}
 	if len(scales) >= 16 {
 		assert.True(t, neg > 0 && neg < len(scales), "%s: scale signs vary (%d of %d negative)", name, neg, len(scales))
+	}
+}
+
+// BenchmarkStreamPacked measures generation alone (no disk): the bytes/s Write can feed a file.
+func BenchmarkStreamPacked(b *testing.B) {
+	f, err := newFiller(Init{Kind: InitPacked}, "bench", 1)
+	require.NoError(b, err)
+	s := newStreamer(4)
+	const size = 16 * chunkBytes
+	b.SetBytes(size)
+	for b.Loop() {
+		if err := s.stream(context.Background(), io.Discard, size, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFillScales measures the per-group scale generation, 1/16 of a 4-bit checkpoint's bytes.
+func BenchmarkFillScales(b *testing.B) {
+	f, err := newFiller(Init{Kind: InitScales, Std: 0.02, Bits: 4}, "bench", 1)
+	require.NoError(b, err)
+	buf := make([]byte, chunkBytes)
+	b.SetBytes(chunkBytes)
+	for b.Loop() {
+		f(buf, 0)
 	}
 }
