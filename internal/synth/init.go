@@ -28,14 +28,15 @@ const (
 // parallel with the same result.
 //
 // Quantized matrices: with q uniform in [0, 2^Bits-1], each group g gets a random sign s and an
-// amplitude a_g = A*j_g (j_g a jitter in [0.8, 1.2]); scale = s*2*a_g/(2^Bits-1) and bias = -s*a_g, so
-// w = scale*q + bias is uniform over [-a_g, a_g], centred, with standard deviation Std. The scales and
-// biases tensors of one matrix share a Stream so that their signs and amplitudes agree.
+// amplitude a_g = A*j_g, j_g one of 128 jitter levels in [0.8, 1.2]; scale = s*2*a_g/(2^Bits-1) and
+// bias = -s*a_g, so w = scale*q + bias is uniform over [-a_g, a_g], centred, with standard deviation
+// Std. The scales and biases tensors of one matrix share a Stream so that their signs and amplitudes
+// agree.
 type Init struct {
 	Kind   InitKind
 	Lo, Hi float64 // InitUniform, InitLogUniform
 	Std    float64 // InitScales, InitBiases: target standard deviation of the dequantized weights
-	Bits   int     // InitScales, InitBiases: 4 or 8
+	Bits   int     // InitScales, InitBiases: 1..8 (4 or 8 in the real layout)
 	Stream string  // the random stream's name; the tensor's own name when empty
 }
 
@@ -118,27 +119,29 @@ func newFiller(in Init, name string, seed uint64) (filler, error) {
 		if in.Bits < 1 || in.Bits > 8 || in.Std <= 0 {
 			return nil, fmt.Errorf("tensor %q: quantization init needs bits in [1,8] and std > 0, got %d and %g", name, in.Bits, in.Std)
 		}
-		// The group's value is v = mult * a: scales are s*2a/n, biases -s*a (see Init).
+		// Each group draws one random byte: bit 0 is the sign s, bits 1..7 one of 128 jitter levels.
+		// The byte indexes a table of the bf16 values: scales s*2a/n, biases -s*a (see Init).
 		amp := quantAmplitude(in.Std, in.Bits)
-		lo, width := float32(amp*jitterLo), float32(amp*(jitterHi-jitterLo))
-		mult := float32(-1)
+		mult := -1.0
 		if in.Kind == InitScales {
-			mult = float32(2 / float64(int(1)<<in.Bits-1))
+			mult = 2 / float64(int(1)<<in.Bits-1)
+		}
+		var table [256]uint16
+		for r := range table {
+			a := amp * (jitterLo + (jitterHi-jitterLo)*(float64(r>>1)+0.5)/128)
+			if r&1 == 1 {
+				a = -a
+			}
+			table[r] = bf16(float32(mult * a))
 		}
 		return func(dst []byte, off int64) {
 			g := uint64(off / 2)
 			var word uint64
 			for i := 0; i+1 < len(dst); i, g = i+2, g+1 {
-				// two groups per random word: 1 sign bit and 24 jitter bits each
-				if i == 0 || g%2 == 0 {
-					word = rand64(key, g/2)
+				if i == 0 || g%8 == 0 { // eight groups per random word
+					word = rand64(key, g/8)
 				}
-				r := word >> (32 * (g % 2))
-				a := lo + width*float32(r>>1&(1<<24-1))*(1.0/(1<<24))
-				if r&1 == 1 {
-					a = -a
-				}
-				binary.LittleEndian.PutUint16(dst[i:], bf16(mult*a))
+				binary.LittleEndian.PutUint16(dst[i:], table[byte(word>>(8*(g%8)))])
 			}
 		}, nil
 	}
