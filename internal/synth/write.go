@@ -17,12 +17,12 @@ import (
 // Options control Write.
 type Options struct {
 	Seed    uint64    // the same seed writes the same bytes
-	Workers int       // goroutines generating data in parallel; 0 means GOMAXPROCS
+	Workers int       // chunks generated in parallel while one is written; 0 means GOMAXPROCS
 	Log     io.Writer // when non-nil, receives one line per file written
 }
 
-// chunkBytes is the unit of parallel generation and of writes to the file. Memory in use is about
-// (Workers+2) chunks.
+// chunkBytes is the unit of parallel generation and of writes to the file. Write holds Workers+1
+// chunk buffers.
 const chunkBytes = 4 << 20
 
 // IndexFile is the name of the shard index Write produces.
@@ -38,17 +38,17 @@ func Write(ctx context.Context, p *Plan, dir string, opt Options) error {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("synth: %w", err)
+		return fmt.Errorf("output directory: %w", err)
 	}
 	fillers := make([][]filler, len(p.Shards))
 	for i, s := range p.Shards {
 		for _, t := range s.Tensors {
 			f, err := newFiller(t.Init, t.Name, opt.Seed)
 			if err != nil {
-				return fmt.Errorf("synth: %w", err)
+				return err
 			}
 			if err := checkDType(t); err != nil {
-				return fmt.Errorf("synth: %w", err)
+				return err
 			}
 			fillers[i] = append(fillers[i], f)
 		}
@@ -57,7 +57,7 @@ func Write(ctx context.Context, p *Plan, dir string, opt Options) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	st := newStreamer(workers + 2)
+	st := newStreamer(workers + 1)
 	format := "pt"
 	if p.Layout == LayoutMLX {
 		format = "mlx"
@@ -82,10 +82,10 @@ func checkEmptyDir(dir string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("synth: output directory: %w", err)
+		return fmt.Errorf("output directory: %w", err)
 	}
 	if len(ents) > 0 {
-		return fmt.Errorf("synth: output directory %s is not empty (%d entries); use a new or empty directory", dir, len(ents))
+		return fmt.Errorf("output directory %s is not empty (%d entries); use a new or empty directory", dir, len(ents))
 	}
 	return nil
 }
@@ -109,20 +109,17 @@ func writeShard(ctx context.Context, st *streamer, path string, s Shard, fill []
 	}
 	w, err := safetensors.Create(path, specs, map[string]string{"format": format})
 	if err != nil {
-		return fmt.Errorf("synth: %w", err)
+		return err
 	}
 	for i, t := range s.Tensors {
 		size := t.Bytes()
 		err := w.WriteTensor(t.Name, func(out io.Writer) error { return st.stream(ctx, out, size, fill[i]) })
 		if err != nil {
 			w.Close()
-			return fmt.Errorf("synth: %w", err)
+			return err // names the file and the tensor
 		}
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
+	return w.Close()
 }
 
 // writeSideFiles writes everything but the shards; config.json goes last, so a directory that has
@@ -130,15 +127,15 @@ func writeShard(ctx context.Context, st *streamer, path string, s Shard, fill []
 func writeSideFiles(p *Plan, dir string) error {
 	index, err := p.IndexJSON()
 	if err != nil {
-		return fmt.Errorf("synth: index: %w", err)
+		return fmt.Errorf("index: %w", err)
 	}
 	gen, err := GenerationConfigJSON()
 	if err != nil {
-		return fmt.Errorf("synth: generation config: %w", err)
+		return fmt.Errorf("generation config: %w", err)
 	}
 	cfg, err := p.ConfigJSON()
 	if err != nil {
-		return fmt.Errorf("synth: config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	files := []struct {
 		name string
@@ -153,7 +150,7 @@ func writeSideFiles(p *Plan, dir string) error {
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
-			return fmt.Errorf("synth: %w", err)
+			return err // names the file
 		}
 	}
 	return nil
