@@ -292,3 +292,43 @@ func TestWriteRejectsBadInit(t *testing.T) {
 	err = Write(context.Background(), p, filepath.Join(t.TempDir(), "b"), Options{})
 	assert.ErrorContains(t, err, "generates BF16")
 }
+
+func TestConfigJSONTextFields(t *testing.T) {
+	p := mustPlan(t, mustPreset(t, PresetQwen), LayoutHF, 0)
+	b, err := p.ConfigJSON()
+	require.NoError(t, err)
+	var cfg struct {
+		TextConfig map[string]json.RawMessage `json:"text_config"`
+	}
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	// every text_config field of model.md §1.1, except norm_topk_prob, which the real config omits
+	for _, f := range []string{"model_type", "hidden_size", "num_hidden_layers", "layer_types",
+		"full_attention_interval", "vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+		"attention_bias", "attn_output_gate", "linear_num_key_heads", "linear_num_value_heads",
+		"linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "mamba_ssm_dtype",
+		"num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+		"hidden_act", "rms_norm_eps", "max_position_embeddings", "rope_parameters", "partial_rotary_factor",
+		"tie_word_embeddings", "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "bos_token_id",
+		"eos_token_id", "pad_token_id", "router_aux_loss_coef", "output_router_logits", "initializer_range",
+		"attention_dropout", "use_cache", "dtype"} {
+		assert.Contains(t, cfg.TextConfig, f)
+	}
+	assert.NotContains(t, cfg.TextConfig, "norm_topk_prob")
+	assert.JSONEq(t, `{"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25,
+		"mrope_section":[11,11,10],"mrope_interleaved":true}`, string(cfg.TextConfig["rope_parameters"]))
+	assert.Contains(t, string(b), `"rope_theta": 10000000,`, "written as an integer, like the real config")
+	var types []string
+	require.NoError(t, json.Unmarshal(cfg.TextConfig["layer_types"], &types))
+	require.Len(t, types, 40)
+	for i, ty := range types {
+		want := "linear_attention"
+		if i%4 == 3 {
+			want = "full_attention"
+		}
+		assert.Equal(t, want, ty, "layer %d", i)
+	}
+	var ids [2]int
+	require.NoError(t, json.Unmarshal(cfg.TextConfig["bos_token_id"], &ids[0]))
+	require.NoError(t, json.Unmarshal(cfg.TextConfig["eos_token_id"], &ids[1]))
+	assert.Equal(t, [2]int{4256, 4256}, ids, "<|endoftext|> of the bundled tokenizer")
+}
