@@ -37,9 +37,6 @@ func Write(ctx context.Context, p *Plan, dir string, opt Options) error {
 	if err := checkEmptyDir(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
-	}
 	fillers := make([][]filler, len(p.Shards))
 	for i, s := range p.Shards {
 		for _, t := range s.Tensors {
@@ -52,6 +49,9 @@ func Write(ctx context.Context, p *Plan, dir string, opt Options) error {
 			}
 			fillers[i] = append(fillers[i], f)
 		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
 	}
 	workers := opt.Workers
 	if workers <= 0 {

@@ -284,8 +284,11 @@ func TestWriteCancelled(t *testing.T) {
 func TestWriteRejectsBadInit(t *testing.T) {
 	p := mustPlan(t, mustPreset(t, PresetTiny), LayoutHF, 0)
 	p.Shards[0].Tensors[0].Init = Init{}
-	err := Write(context.Background(), p, filepath.Join(t.TempDir(), "a"), Options{})
+	dir := filepath.Join(t.TempDir(), "a")
+	err := Write(context.Background(), p, dir, Options{})
 	assert.ErrorContains(t, err, "unknown init kind")
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a bad plan is rejected before anything is created")
 
 	p = mustPlan(t, mustPreset(t, PresetTiny), LayoutMLX, 0)
 	p.Shards[0].Tensors[0].Init = Init{Kind: InitUniform, Lo: -1, Hi: 1} // a U32 tensor
