@@ -1,12 +1,110 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lily-engine/lily/internal/bench"
 )
 
-// cmdBench is not built yet; its issue replaces this file.
+// cmdBench measures prefill and decode at batch 1 by the published protocol:
+// lily bench --model DIR --backend ref|fast [--prompt-lengths L1,L2,…] [--decode-tokens N] [--json].
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lily bench: not implemented yet")
-	return 1
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
+	backend := fs.String("backend", "fast", "backend: ref or fast")
+	device := fs.String("device", "", "device of the fast backend: cpu (default)")
+	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
+	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
+	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+		return 2
+	}
+	ls, err := parseInts(*lengths)
+	if err != nil || fs.NArg() > 0 || *decode < 1 {
+		fmt.Fprintf(stderr, "lily bench: bad flags (prompt lengths %q, decode tokens %d)\n", *lengths, *decode)
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "lily bench: %v\n", err)
+		return 1
+	}
+	longest := 0
+	for _, n := range ls {
+		longest = max(longest, n)
+	}
+	if *ctxSize == 0 {
+		*ctxSize = longest + *decode
+	}
+	l, err := openBackend(*model, *backend, *device, *ctxSize)
+	if err != nil {
+		return fail(err)
+	}
+	defer l.close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	mach := measureMachine()
+	rs, err := bench.Run(ctx, l.backend, bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1,
+		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", *backend, n) }})
+	if err != nil {
+		return fail(err)
+	}
+	st := l.ck.Stats()
+	rep := bench.Summarize(*backend, rs, st.DecodeBytesPerToken, 2*float64(st.ParamsActive), mach.memReadGBs, mach.peakGFLOPs)
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
+		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
+	fmt.Fprintf(stdout, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s\n", rep.MemReadGBs, rep.PeakGFLOPs)
+	fmt.Fprintf(stdout, "%10s %14s %14s\n", "prompt", "prefill tok/s", "decode tok/s")
+	for _, r := range rep.Results {
+		fmt.Fprintf(stdout, "%10d %14.2f %14.3f\n", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+	}
+	fmt.Fprintf(stdout, "decode at %d tokens: %.1f%% of the bandwidth roofline; prefill near 1K: %.1f%% of the compute peak\n",
+		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.PrefillComputeFrac)
+	return 0
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad length %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
