@@ -172,7 +172,11 @@ func testLogitsTopK(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(7, 1))
 	for _, c := range []struct{ n, k int }{{1000, 1}, {5003, 10}, {64, 64}} {
 		x := randVec(rng, c.n, 4)
-		x[c.n/2] = x[3] // a tie: the lower id must come first
+		top := float32(math.Inf(-1))
+		for _, v := range x {
+			top = max(top, v)
+		}
+		x[c.n-1], x[3] = top+1, top+1 // a tie for first place: the lower id must come first
 		order := make([]int, c.n)
 		for i := range order {
 			order[i] = i
