@@ -64,6 +64,21 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	w("one slot (under uniform routing, 1 − (1 − k/E)^T of them), and logits are computed for the last\n")
 	w("token only. `gdn_scan` is priced by its traffic and FLOPs, but it walks the chunk one token at a\n")
 	w("time with one threadgroup per key head, so on a GPU it is latency-bound, not roofline-bound: it\n")
-	w("is the first place to look when a measured prefill falls short of this table.\n")
+	w("is the first place to look when a measured prefill falls short of this table.\n\n")
+	w("## Over the published prompt lengths\n\n")
+	w("Decode at a context of that many tokens; prefill of a prompt of that length as one chunk (the\n")
+	w("attention work grows with the square of the length; chunking changes the weight reads only).\n\n")
+	w("| tokens | decode tok/s | prefill tok/s |\n|---:|---:|---:|\n")
+	for _, n := range []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072} {
+		dn, err := DecodeCosts(cfg, n)
+		if err != nil {
+			return "", err
+		}
+		pn, err := PrefillCosts(cfg, n)
+		if err != nil {
+			return "", err
+		}
+		w("| %d | %.0f | %.0f |\n", n, 1/m.Total(dn), 1/m.Total(pn))
+	}
 	return b.String(), nil
 }
