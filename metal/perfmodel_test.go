@@ -36,15 +36,15 @@ func sum(cs []Cost, f func(Cost) float64) float64 {
 	return s
 }
 
-// writeSparseCheckpoint writes the real-size MLX checkpoint's config and a model.safetensors whose
+// writeSparseCheckpoint writes the real-size checkpoint's config (layout "mlx" or "hf") and a model.safetensors whose
 // header lists every tensor and whose data is a hole (zeros, no disk blocks): the loader checks
 // every shape and reads only the small vectors.
-func writeSparseCheckpoint(t *testing.T, dir string) {
+func writeSparseCheckpoint(t *testing.T, dir, layout string) {
 	t.Helper()
 	d := checkpointtest.Real()
 	hdr := map[string]any{}
 	var off int64
-	for _, s := range d.Specs("mlx") {
+	for _, s := range d.Specs(layout) {
 		n := int64(s.DType.Size())
 		for _, x := range s.Shape {
 			n *= int64(x)
@@ -68,21 +68,28 @@ func writeSparseCheckpoint(t *testing.T, dir string) {
 	if err := f.Truncate(int64(8+len(j)) + off); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), d.ConfigJSON("mlx"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), d.ConfigJSON(layout), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestPerfModelCheckpointBytes checks the model's arithmetic against the loader on the real shapes:
+// TestPerfModelCheckpointBytes checks the model's arithmetic against the loader on the real shapes
+// of both layouts (MLX 4-bit, HF bf16):
 // the weight bytes of the decode kernels are exactly the checkpoint's decode_bytes_per_token, the
 // mat-vec FLOPs are 2 per active matrix parameter, and the state and KV traffic are what the layer
 // sizes say (model.md §4.3 step 7: 2 MiB fp32 state per DeltaNet layer; the kernels keep K/V in fp32).
 func TestPerfModelCheckpointBytes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("maps a 19.5 GB sparse file; skipped in -short")
+		t.Skip("maps sparse real-size checkpoints (19.5 GB and 69 GB apparent size); skipped in -short")
 	}
+	for _, layout := range []string{"mlx", "hf"} {
+		t.Run(layout, func(t *testing.T) { checkDecodeAccounting(t, layout) })
+	}
+}
+
+func checkDecodeAccounting(t *testing.T, layout string) {
 	dir := t.TempDir()
-	writeSparseCheckpoint(t, dir)
+	writeSparseCheckpoint(t, dir, layout)
 	ck, err := checkpoint.Open(dir)
 	if err != nil {
 		t.Fatal(err)
