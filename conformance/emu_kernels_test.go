@@ -59,7 +59,8 @@ const matvecTol = 5e-6
 type shapeCase struct{ out, in, t, bits int }
 
 func randomShapes(rng *rand.Rand, n int) []shapeCase {
-	cs := []shapeCase{{out: 1, in: 64, t: 1, bits: 4}, {out: 37, in: 192, t: 11, bits: 8}}
+	cs := []shapeCase{{out: 1, in: 64, t: 1, bits: 4}, {out: 37, in: 192, t: 11, bits: 8},
+		{out: 19, in: 4096, t: 3, bits: 4}} // the real out_proj/o_proj input width
 	for len(cs) < n {
 		cs = append(cs, shapeCase{out: 1 + rng.IntN(70), in: groupSize * (1 + rng.IntN(4)), t: 1 + rng.IntN(17),
 			bits: []int{4, 8}[rng.IntN(2)]})
@@ -190,7 +191,7 @@ const lseTol = 2e-6
 
 func testLogitsTopK(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(7, 1))
-	for _, c := range []struct{ n, k int }{{1000, 1}, {5003, 10}, {64, 64}} {
+	for _, c := range []struct{ n, k int }{{1000, 1}, {5003, 10}, {64, 64}, {248320, 8}} { // last: the real vocabulary
 		x := randVec(rng, c.n, 4)
 		top := float32(math.Inf(-1))
 		for _, v := range x {

@@ -29,9 +29,9 @@ func routerTopK(k kern, m *checkpoint.MoE, x [][]float32, topK int) (ids []int32
 
 func testRouterTopK(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(11, 1))
-	for _, c := range []struct{ e, topK, T int }{{256, 8, 2}, {20, 3, 3}} {
-		cfg := smallConfig(c.e, c.topK)
-		m := smallMoE(t, rng, cfg, 4)
+	for _, c := range []struct{ e, topK, T, h int }{{256, 8, 2, 2048}, {20, 3, 3, 128}} { // first: the real router
+		// Only the router and the shared-expert gate take part; 8-bit as in the MLX checkpoint.
+		m := &checkpoint.MoE{Router: qmat(t, rng, "router", 0, c.e, c.h, 8), SharedEG: qmat(t, rng, "seg", 0, 1, c.h, 8)}
 		x := routedInputs(t, rng, &m.Router, c.T, c.topK)
 		ids, wts, sgate := routerTopK(k, m, x, c.topK)
 		for tok := range x {
