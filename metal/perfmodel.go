@@ -121,3 +121,17 @@ func perToken(c Cost, T float64) Cost {
 	c.Weights, c.Widened, c.Act, c.State, c.KV, c.FLOPs = c.Weights/T, c.Widened/T, c.Act/T, c.State/T, c.KV/T, c.FLOPs/T
 	return c
 }
+
+// Predict is the model's decode tok/s at a context of n tokens and prefill tok/s for an n-token
+// prompt (one chunk) on m: what a measured run of lily bench can be compared with.
+func Predict(m Machine, cfg *checkpoint.Config, n int) (decodeTokS, prefillTokS float64, err error) {
+	dec, err := DecodeCosts(cfg, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	pre, err := PrefillCosts(cfg, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return 1 / m.Total(dec), 1 / m.Total(pre), nil
+}

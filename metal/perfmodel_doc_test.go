@@ -64,21 +64,19 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	w("one slot (under uniform routing, 1 − (1 − k/E)^T of them), and logits are computed for the last\n")
 	w("token only. `gdn_scan` is priced by its traffic and FLOPs, but it walks the chunk one token at a\n")
 	w("time with one threadgroup per key head, so on a GPU it is latency-bound, not roofline-bound: it\n")
-	w("is the first place to look when a measured prefill falls short of this table.\n\n")
+	w("is the first place to look when a measured prefill falls short of this table. The GEMMs use\n")
+	w("float32 `simdgroup_float8x8` tiles and dequantize each weight once per 8-token tile; the fp16\n")
+	w("peak above is the machine's, which those tiles may not reach.\n\n")
 	w("## Over the published prompt lengths\n\n")
 	w("Decode at a context of that many tokens; prefill of a prompt of that length as one chunk (the\n")
 	w("attention work grows with the square of the length; chunking changes the weight reads only).\n\n")
 	w("| tokens | decode tok/s | prefill tok/s |\n|---:|---:|---:|\n")
 	for _, n := range []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072} {
-		dn, err := DecodeCosts(cfg, n)
+		d, p, err := Predict(m, cfg, n)
 		if err != nil {
 			return "", err
 		}
-		pn, err := PrefillCosts(cfg, n)
-		if err != nil {
-			return "", err
-		}
-		w("| %d | %.0f | %.0f |\n", n, 1/m.Total(dn), 1/m.Total(pn))
+		w("| %d | %.0f | %.0f |\n", n, d, p)
 	}
 	return b.String(), nil
 }
