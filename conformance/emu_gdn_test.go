@@ -14,7 +14,8 @@ import (
 const gdnTol = 1e-5
 
 // testGDNScan checks gdn_scan's sequence state handling: a decode step (T = 1, projections by
-// qmv) and T = 2 < K−1, where the new conv state keeps one row of the old one.
+// qmv), T = 2 < K−1 (the new conv state keeps one row of the old one), a start from the zero
+// state, and the real head sizes.
 func testGDNScan(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	small := smallConfig(8, 2)
@@ -22,9 +23,9 @@ func testGDNScan(t *testing.T, k kern) {
 	runGDN(t, k, rng, small, 8, 5, 2)
 	runGDN(t, k, rng, small, 4, 0, 3)
 	// The real head sizes (Dk = Dv = 128: one state column per thread) with one key head.
-	real := smallConfig(8, 2)
-	real.LinearNumKeyHeads, real.LinearNumValueHeads, real.LinearKeyHeadDim, real.LinearValueHeadDim = 1, 2, 128, 128
-	runGDN(t, k, rng, real, 4, 4, 3)
+	wide := smallConfig(8, 2)
+	wide.LinearNumKeyHeads, wide.LinearNumValueHeads, wide.LinearKeyHeadDim, wide.LinearValueHeadDim = 1, 2, 128, 128
+	runGDN(t, k, rng, wide, 4, 4, 3)
 }
 
 // testGDNLayer: qmm projections + gdn_scan + qmm out_proj (fused add) vs ref.GatedDeltaNet in its
@@ -37,9 +38,9 @@ func testGDNLayer(t *testing.T, k kern) {
 	runGDN(t, k, rng, cfg, 4, 9, 65)
 }
 
-// runGDN builds a small GDN layer, runs prefix tokens through ref to get a non-zero state, then T
-// new tokens of cfg's dimensions through the kernels and through ref, and compares the outputs (with the residual)
-// and both states.
+// runGDN builds a GDN layer of cfg's dimensions, runs prefix tokens through ref to get a non-zero
+// state, then T new tokens through the kernels and through ref, and compares the outputs (with
+// the residual) and both states.
 func runGDN(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, bits, prefix, T int) {
 	t.Helper()
 	w := smallGDN(t, rng, cfg, bits)
