@@ -49,10 +49,10 @@ func testAttnPrep(t *testing.T, k kern) {
 		s       attnShape
 		pos0, T int
 	}{{attnShape{4, 2, 64, 16}, 5, 3}, {attnShape{2, 1, 256, 64}, 0, 1}} {
-		s, T, cap := c.s, c.T, c.pos0+c.T+2
+		s, T, rows := c.s, c.T, c.pos0+c.T+2
 		q2, kk, v := randRows(rng, T, 2*s.hq*s.d, 1), randRows(rng, T, s.hkv*s.d, 1), randRows(rng, T, s.hkv*s.d, 1)
 		qn, kn := normWeight(rng, s.d), normWeight(rng, s.d)
-		kc, vc := randVec(rng, cap*s.hkv*s.d, 1), randVec(rng, cap*s.hkv*s.d, 1)
+		kc, vc := randVec(rng, rows*s.hkv*s.d, 1), randVec(rng, rows*s.hkv*s.d, 1)
 		bufs := map[int][]byte{0: flat(q2), 1: flat(kk), 2: flat(v), 3: f32(qn), 4: f32(kn),
 			5: f32(ropeTable(c.pos0, T, s.rot, 1e7)), 6: zeros(T * s.hq * s.d), 7: zeros(T * s.hq * s.d),
 			8: f32(kc), 9: f32(vc), 10: attnDims(s, c.pos0, T, c.pos0+T, 1)}
