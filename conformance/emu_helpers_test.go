@@ -18,6 +18,12 @@ import (
 // groupSize is the quantization group the kernels hard-code (LILY_GROUP, as in the checkpoint).
 const groupSize = 64
 
+// dispatcher runs one kernel dispatch with buffers bound by index, updating them in place. The
+// emulator is one; a device-backed implementation (darwin) can run the same subtests on a GPU.
+type dispatcher interface {
+	Dispatch(kernel string, grid, group [3]int, bufs map[int][]byte) error
+}
+
 // buildEmu compiles the kernel library once for the calling test and closes it when it ends.
 func buildEmu(t *testing.T) *emu.Emulator {
 	t.Helper()
@@ -32,10 +38,23 @@ func buildEmu(t *testing.T) *emu.Emulator {
 	return e
 }
 
-// kern is one emulator plus the test it reports to: dispatches fail the test.
+// kern is a dispatcher plus the test it reports to: failed dispatches fail the test.
 type kern struct {
 	t *testing.T
-	e *emu.Emulator
+	e dispatcher
+}
+
+// libraryKernels names every kernel that metal.Source defines.
+func libraryKernels(t *testing.T) map[string]bool {
+	ks, err := emu.ParseKernels(metal.Source())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, k := range ks {
+		names[k.Name] = true
+	}
+	return names
 }
 
 // run dispatches kernel over grid threadgroups of group threads with bufs bound by index.
