@@ -1,0 +1,222 @@
+package conformance
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/lily-engine/lily/ref"
+)
+
+// TestEmuKernels runs every Metal kernel in the CPU emulator (metal/emu) against its ref
+// counterpart: single kernels on seeded random shapes, and whole layers composed of kernels
+// ("layer/…", in emu_attn_test.go, emu_gdn_test.go and emu_moe_test.go) on a small random model
+// (emu_model_test.go). One emulator build serves every subtest; every kernel must have one.
+func TestEmuKernels(t *testing.T) {
+	e := buildEmu(t)
+	cases := []struct {
+		name    string
+		fn      func(*testing.T, kern)
+		kernels []string // the kernels the subtest checks
+	}{
+		{"qmv", testQMV, []string{"qmv"}},
+		{"qmv_add", testQMVAdd, []string{"qmv_add"}},
+		{"rms_norm", testRMSNorm, []string{"rms_norm"}},
+		{"embed", testEmbed, []string{"embed"}},
+		{"swiglu", testSwiGLU, []string{"swiglu"}},
+		{"qmm", testQMM, []string{"qmm"}},
+		{"logits_topk", testLogitsTopK, []string{"logits_topk"}},
+		{"router_topk", testRouterTopK, []string{"router_topk"}},
+		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter"}},
+		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
+		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
+		{"attn_prefill", testAttnPrefill, []string{"attn_prefill"}},
+		{"gdn_scan", testGDNScan, []string{"gdn_scan"}},
+		{"layer/attention_decode", testAttentionDecodeLayer, nil},
+		{"layer/attention_prefill", testAttentionPrefillLayer, nil},
+		{"layer/gdn", testGDNLayer, nil},
+		{"layer/moe_decode", testMoEDecodeLayer, []string{"moe_gate_up", "moe_down"}},
+		{"layer/moe_prefill", testMoEPrefillLayer, []string{"moe_gemm_gate_up", "moe_gemm_down", "moe_combine"}},
+	}
+	untested := libraryKernels(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, kern{t, e}) })
+		for _, k := range c.kernels {
+			delete(untested, k)
+		}
+	}
+	for k := range untested {
+		t.Errorf("kernel %s has no conformance subtest", k)
+	}
+}
+
+// matvecTol: the kernels accumulate each dot product in float32 (s·Σq·x + b·Σx per group), ref in
+// float64 over dequantized weights; sums of up to 4,096 terms differ by tens of float32 ulps (seen: 5e-7).
+const matvecTol = 5e-6
+
+// shapeCase is one random mat-vec / GEMM shape: out and T deliberately not multiples of 8.
+type shapeCase struct{ out, in, t, bits int }
+
+func randomShapes(rng *rand.Rand, n int) []shapeCase {
+	cs := []shapeCase{{out: 1, in: 64, t: 1, bits: 4}, {out: 37, in: 192, t: 11, bits: 8},
+		{out: 19, in: 4096, t: 3, bits: 4}} // the real out_proj/o_proj input width
+	for len(cs) < n {
+		cs = append(cs, shapeCase{out: 1 + rng.IntN(70), in: groupSize * (1 + rng.IntN(4)), t: 1 + rng.IntN(17),
+			bits: []int{4, 8}[rng.IntN(2)]})
+	}
+	return cs
+}
+
+func testQMV(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range randomShapes(rng, 5) {
+		m := qmat(t, rng, "w", 0, c.out, c.in, c.bits)
+		x := randVec(rng, c.in, 1)
+		want := make([]float32, c.out)
+		if err := ref.MatVec(&m, 0, x, want); err != nil {
+			t.Fatal(err)
+		}
+		bufs := map[int][]byte{3: f32(x), 4: zeros(c.out), 5: dims(c.out, c.in, c.bits)}
+		bindQ(bufs, 0, &m)
+		k.run("qmv", [3]int{ceil(c.out, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+		near(t, "qmv", unf32(bufs[4]), want, matvecTol)
+	}
+}
+
+func testQMVAdd(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(2, 1))
+	for _, bits := range []int{4, 8} {
+		m := qmat(t, rng, "w", 0, 45, 128, bits)
+		x, y0 := randVec(rng, 128, 1), randVec(rng, 45, 1)
+		want := make([]float32, 45)
+		if err := ref.MatVec(&m, 0, x, want); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			want[i] += y0[i]
+		}
+		bufs := map[int][]byte{3: f32(x), 4: f32(y0), 5: dims(45, 128, bits)}
+		bindQ(bufs, 0, &m)
+		k.run("qmv_add", [3]int{ceil(45, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+		near(t, "qmv_add", unf32(bufs[4]), want, matvecTol)
+	}
+}
+
+// normTol: the mean of squares is summed in float32 in a different order than ref's float64.
+const normTol = 1e-6
+
+func testRMSNorm(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	for _, n := range []int{128, 333} {
+		const T = 3
+		x, w := randRows(rng, T, n, 2), randVec(rng, n, 0.3)
+		var want [][]float32
+		for _, r := range x {
+			o := make([]float32, n)
+			ref.RMSNorm(o, r, w, 1e-6)
+			want = append(want, o)
+		}
+		bufs := map[int][]byte{0: flat(x), 1: f32(w), 2: zeros(T * n), 3: dims(n, float32(1e-6))}
+		k.run("rms_norm", [3]int{T, 1, 1}, [3]int{256, 1, 1}, bufs)
+		nearRows(t, "rms_norm", rowsOf(bufs[2], n), want, normTol)
+	}
+}
+
+func testEmbed(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(4, 1))
+	for _, bits := range []int{4, 8} {
+		const vocab, h = 50, 320
+		m := qmat(t, rng, "embed", 0, vocab, h, bits)
+		ids := []int32{7, 0, 49, 7}
+		var want [][]float32
+		for _, id := range ids {
+			r, err := ref.Embed(&m, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, r)
+		}
+		bufs := map[int][]byte{3: i32(ids), 4: zeros(len(ids) * h), 5: dims(vocab, h, bits)}
+		bindQ(bufs, 0, &m)
+		k.run("embed", [3]int{ceil(h, 256), len(ids), 1}, [3]int{256, 1, 1}, bufs)
+		// Exact: both compute float32(scale·q) + bias from the same bf16 scale and bias.
+		nearRows(t, "embed", rowsOf(bufs[4], h), want, 0)
+	}
+}
+
+// eltTol: silu's exp in float32 (the emulator's std::exp) against ref's float64.
+const eltTol = 1e-6
+
+func testSwiGLU(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(5, 1))
+	const n = 300
+	g, u := randVec(rng, n, 3), randVec(rng, n, 1)
+	want := make([]float32, n)
+	for i := range want {
+		want[i] = ref.SiLU(g[i]) * u[i]
+	}
+	bufs := map[int][]byte{0: f32(g), 1: f32(u), 2: dims(n)}
+	k.run("swiglu", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, bufs)
+	near(t, "swiglu", unf32(bufs[0]), want, eltTol)
+}
+
+func testQMM(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(6, 1))
+	for i, c := range randomShapes(rng, 4) {
+		m := qmat(t, rng, "w", 0, c.out, c.in, c.bits)
+		x := randRows(rng, c.t, c.in, 1)
+		want, err := ref.Linear(&m, 0, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := i % 2 // odd cases use the fused residual add
+		y0 := randRows(rng, c.t, c.out, 1)
+		if add == 1 {
+			for r := range want {
+				for j := range want[r] {
+					want[r][j] += y0[r][j]
+				}
+			}
+		}
+		bufs := map[int][]byte{3: flat(x), 4: flat(y0), 5: dims(c.t, c.out, c.in, c.bits, add)}
+		bindQ(bufs, 0, &m)
+		k.run("qmm", [3]int{ceil(c.out, 8), ceil(c.t, 8), 1}, [3]int{32, 1, 1}, bufs)
+		nearRows(t, "qmm", rowsOf(bufs[4], c.out), want, matvecTol)
+	}
+}
+
+// lseTol: the kernel sums exp in float32 over up to 5,003 logits; the oracle sums in float64.
+const lseTol = 2e-6
+
+func testLogitsTopK(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	for _, c := range []struct{ n, k int }{{1000, 1}, {5003, 10}, {64, 64}, {248320, 8}} { // last: the real vocabulary
+		x := randVec(rng, c.n, 4)
+		top := float32(math.Inf(-1))
+		for _, v := range x {
+			top = max(top, v)
+		}
+		x[c.n-1], x[3] = top+1, top+1 // a tie for first place: the lower id must come first
+		order := make([]int, c.n)
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return x[order[a]] > x[order[b]] })
+		m := x[order[0]]
+		var z float64
+		for _, v := range x {
+			z += math.Exp(float64(v - m))
+		}
+		lse := float32(float64(m) + math.Log(z))
+		bufs := map[int][]byte{0: f32(x), 1: zeros(c.k), 2: zeros(c.k), 3: zeros(1), 4: dims(c.n, c.k)}
+		k.run("logits_topk", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, bufs)
+		ids, vals := uni32(bufs[1]), unf32(bufs[2])
+		for j := 0; j < c.k; j++ {
+			if int(ids[j]) != order[j] || vals[j] != x[order[j]] {
+				t.Fatalf("n=%d top %d: id %d (%v), want %d (%v)", c.n, j, ids[j], vals[j], order[j], x[order[j]])
+			}
+		}
+		near(t, "logits_topk lse", unf32(bufs[3]), []float32{lse}, lseTol)
+	}
+}

@@ -1,0 +1,196 @@
+package conformance
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/ref"
+)
+
+// routeTol: router weights are softmax ratios of float32 logits (ref: float64 dots); the shared
+// expert gate is one float32 dot product (seen: 2e-7).
+const routeTol = 2e-6
+
+// moeTol: a MoE block chains three float32 mat-vecs, silu and a weighted sum of k+1 experts (seen: 3e-7).
+const moeTol = 8e-6
+
+// routerTopK runs router_topk for the rows of x: ids and weights [T·k], shared gate logits [T].
+func routerTopK(k kern, m *checkpoint.MoE, x [][]float32, topK int) (ids []int32, wts, sgate []float32) {
+	T, e := len(x), m.Router.Out
+	bufs := map[int][]byte{6: flat(x), 7: zeros(T * topK), 8: zeros(T * topK), 9: zeros(T),
+		10: dims(e, m.Router.In, topK, m.Router.Bits)}
+	bindQ(bufs, 0, &m.Router)
+	bindQ(bufs, 3, &m.SharedEG)
+	k.run("router_topk", [3]int{T, 1, 1}, [3]int{1024, 1, 1}, bufs)
+	return uni32(bufs[7]), unf32(bufs[8]), unf32(bufs[9])
+}
+
+func testRouterTopK(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(11, 1))
+	for _, c := range []struct{ e, topK, T, h int }{{256, 8, 2, 2048}, {20, 3, 3, 128}} { // first: the real router
+		// Only the router and the shared-expert gate take part; 8-bit as in the MLX checkpoint.
+		m := &checkpoint.MoE{Router: qmat(t, rng, "router", 0, c.e, c.h, 8), SharedEG: qmat(t, rng, "seg", 0, 1, c.h, 8)}
+		x := routedInputs(t, rng, &m.Router, c.T, c.topK)
+		ids, wts, sgate := routerTopK(k, m, x, c.topK)
+		for tok := range x {
+			logits := make([]float32, c.e)
+			sg := make([]float32, 1)
+			if err := ref.MatVec(&m.Router, 0, x[tok], logits); err != nil {
+				t.Fatal(err)
+			}
+			if err := ref.MatVec(&m.SharedEG, 0, x[tok], sg); err != nil {
+				t.Fatal(err)
+			}
+			wantIDs, wantW, err := ref.Route(logits, c.topK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, id := range wantIDs {
+				if int(ids[tok*c.topK+j]) != id {
+					t.Fatalf("E=%d token %d: ids %v, want %v", c.e, tok, ids[tok*c.topK:(tok+1)*c.topK], wantIDs)
+				}
+			}
+			near(t, "router weights", wts[tok*c.topK:(tok+1)*c.topK], wantW, routeTol)
+			near(t, "shared gate logit", sgate[tok:tok+1], sg, routeTol)
+		}
+	}
+}
+
+// group runs moe_count, moe_scan and moe_scatter on ids: offsets [E+1] and order [len(ids)].
+func group(k kern, ids []int32, experts int) (offsets, order []int32) {
+	n := len(ids)
+	gd := dims(n, experts)
+	counts, offs, cursor, ord := zeros(experts), zeros(experts+1), zeros(experts), zeros(n)
+	k.run("moe_count", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: counts, 2: gd})
+	k.run("moe_scan", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, map[int][]byte{0: counts, 1: offs, 2: cursor, 3: gd})
+	k.run("moe_scatter", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: cursor, 2: ord, 3: gd})
+	return uni32(offs), uni32(ord)
+}
+
+func testMoEGrouping(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(12, 1))
+	for _, c := range []struct{ n, e int }{{24, 256}, {700, 5}, {1, 1}, {333, 1000}} {
+		ids := make([]int32, c.n)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(c.e))
+		}
+		offsets, order := group(k, ids, c.e)
+		at := 0
+		for e := 0; e < c.e; e++ {
+			var want []int32
+			for i, id := range ids {
+				if int(id) == e {
+					want = append(want, int32(i))
+				}
+			}
+			if int(offsets[e]) != at {
+				t.Fatalf("n=%d E=%d: offsets[%d] = %d, want %d", c.n, c.e, e, offsets[e], at)
+			}
+			got := slices.Clone(order[at : at+len(want)])
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d E=%d: expert %d holds slots %v, want %v", c.n, c.e, e, got, want)
+			}
+			at += len(want)
+		}
+		if int(offsets[c.e]) != c.n {
+			t.Fatalf("n=%d E=%d: offsets[E] = %d", c.n, c.e, offsets[c.e])
+		}
+	}
+}
+
+// refMoE is h0 + MoEBlock(x) per token.
+func refMoE(t *testing.T, cfg *checkpoint.Config, m *checkpoint.MoE, x, h0 [][]float32) [][]float32 {
+	out := make([][]float32, len(x))
+	for i := range x {
+		y, err := ref.MoEBlock(cfg, m, x[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range y {
+			y[j] += h0[i][j]
+		}
+		out[i] = y
+	}
+	return out
+}
+
+// testMoEDecodeLayer: router_topk + moe_gate_up + moe_down (with the residual) vs ref.MoEBlock.
+func testMoEDecodeLayer(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(13, 1))
+	for _, bits := range []int{4, 8} {
+		cfg := smallConfig(32, 4)
+		m := smallMoE(t, rng, cfg, bits)
+		h, in, is, topK := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok
+		for step := 0; step < 2; step++ {
+			x := routedInputs(t, rng, &m.Router, 1, topK)
+			h0 := randRows(rng, 1, h, 1)
+			ids, wts, sgate := routerTopK(k, m, x, topK)
+			stride := max(in, is)
+			md := dims(h, in, is, topK, bits, stride)
+			act := zeros((topK + 1) * stride)
+			bufs := map[int][]byte{12: i32(ids), 13: flat(x), 14: act, 15: md}
+			bindQ(bufs, 0, &m.Gate)
+			bindQ(bufs, 3, &m.Up)
+			bindQ(bufs, 6, &m.SharedGate)
+			bindQ(bufs, 9, &m.SharedUp)
+			k.run("moe_gate_up", [3]int{ceil(stride, 8), topK + 1, 1}, [3]int{256, 1, 1}, bufs)
+			hb := flat(h0)
+			bufs = map[int][]byte{6: i32(ids), 7: f32(wts), 8: f32(sgate), 9: act, 10: hb, 11: md}
+			bindQ(bufs, 0, &m.Down)
+			bindQ(bufs, 3, &m.SharedDown)
+			k.run("moe_down", [3]int{ceil(h, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+			nearRows(t, "moe decode", rowsOf(hb, h), refMoE(t, cfg, m, x, h0), moeTol)
+		}
+	}
+}
+
+// testMoEPrefillLayer: router_topk per token, GPU grouping, grouped GEMMs, the shared expert
+// through qmm + swiglu, and moe_combine vs ref.MoEBlock per token. The first case leaves most
+// experts empty (E = 64 ≫ T·k = 12); the second gives experts more slots than one 8-row tile.
+func testMoEPrefillLayer(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(14, 1))
+	for _, c := range []struct{ e, topK, T, bits int }{{64, 4, 3, 4}, {8, 4, 21, 8}} {
+		cfg := smallConfig(c.e, c.topK)
+		m := smallMoE(t, rng, cfg, c.bits)
+		h, in, is, T := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, c.T
+		x := routedInputs(t, rng, &m.Router, T, c.topK)
+		h0 := randRows(rng, T, h, 1)
+		ids, wts, sgate := routerTopK(k, m, x, c.topK)
+		offsets, order := group(k, ids, c.e)
+		n := T * c.topK
+		gd := dims(T, c.topK, h, in, c.bits)
+		act, out := zeros(n*in), zeros(n*h)
+		bufs := map[int][]byte{6: flat(x), 7: i32(order), 8: i32(offsets), 9: act, 10: gd}
+		bindQ(bufs, 0, &m.Gate)
+		bindQ(bufs, 3, &m.Up)
+		k.run("moe_gemm_gate_up", [3]int{ceil(in, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, bufs)
+		bufs = map[int][]byte{3: act, 4: i32(order), 5: i32(offsets), 6: out, 7: gd}
+		bindQ(bufs, 0, &m.Down)
+		k.run("moe_gemm_down", [3]int{ceil(h, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, bufs)
+
+		sg, su, shared := qmm(k, &m.SharedGate, x), qmm(k, &m.SharedUp, x), zeros(T*h)
+		k.run("swiglu", [3]int{ceil(T*is, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: sg, 1: su, 2: dims(T * is)})
+		bufs = map[int][]byte{3: sg, 4: shared, 5: dims(T, h, is, c.bits, 0)}
+		bindQ(bufs, 0, &m.SharedDown)
+		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+
+		y := flat(h0)
+		bufs = map[int][]byte{0: out, 1: f32(wts), 2: f32(sgate), 3: shared, 4: y,
+			5: dims(h, in, is, c.topK, c.bits, max(in, is))}
+		k.run("moe_combine", [3]int{ceil(h, 256), T, 1}, [3]int{256, 1, 1}, bufs)
+		nearRows(t, "moe prefill", rowsOf(y, h), refMoE(t, cfg, m, x, h0), moeTol)
+	}
+}
+
+// qmm runs the qmm kernel: X [T, In] → Y [T, Out] (flat bytes).
+func qmm(k kern, m *checkpoint.Matrix, x [][]float32) []byte {
+	T := len(x)
+	y := zeros(T * m.Out)
+	bufs := map[int][]byte{3: flat(x), 4: y, 5: dims(T, m.Out, m.In, m.Bits, 0)}
+	bindQ(bufs, 0, m)
+	k.run("qmm", [3]int{ceil(m.Out, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+	return y
+}

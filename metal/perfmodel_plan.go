@@ -1,0 +1,170 @@
+package metal
+
+import (
+	"errors"
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
+// mixer's qmv projections, gdn_scan or attn_prep + attn_decode_split + attn_decode_combine,
+// qmv_add for the output projection, rms_norm, router_topk, moe_gate_up, moe_down; then the final
+// rms_norm, the lm_head qmv and logits_topk. Prefill (one chunk of T tokens from an empty state):
+// the same with qmm projections, gdn_scan over T, attn_prefill, and the grouped MoE path
+// (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
+// qmm + swiglu + qmm, moe_combine); logits only for the last token.
+
+// DecodeCosts is the per-token cost of a decode step at position ctx (ctx keys already cached).
+func DecodeCosts(cfg *checkpoint.Config, ctx int) ([]Cost, error) {
+	if ctx < 0 {
+		return nil, errors.New("perfmodel: negative context")
+	}
+	return costs(cfg, 1, ctx, true)
+}
+
+// PrefillCosts is the per-prompt-token cost of prefilling T tokens as one chunk from an empty state.
+func PrefillCosts(cfg *checkpoint.Config, T int) ([]Cost, error) {
+	if T < 1 {
+		return nil, errors.New("perfmodel: prefill of no tokens")
+	}
+	return costs(cfg, T, 0, false)
+}
+
+// plan accumulates the costs of one step of T tokens after ctx cached positions.
+type plan struct {
+	d      dims
+	T, ctx float64
+	decode bool
+	out    []Cost
+}
+
+func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
+	d, err := newDims(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{d: d, T: float64(T), ctx: float64(ctx), decode: decode}
+	p.out = append(p.out, Cost{Step: "embedding rows", Kernel: "embed", Calls: 1,
+		Weights: p.T * d.mat(1, d.H, d.bits), Act: 4 * p.T * (d.H + 1)})
+	for _, c := range p.gdn() {
+		p.out = append(p.out, times(c, d.nGDN))
+	}
+	for _, c := range p.attention() {
+		p.out = append(p.out, times(c, d.nAttn))
+	}
+	for _, c := range p.moe() {
+		p.out = append(p.out, times(c, d.nGDN+d.nAttn))
+	}
+	// Logits are needed for the last position only.
+	last := plan{d: d, T: 1, decode: true}
+	p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", d.V, d.H, d.bits, false),
+		Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * d.V, FLOPs: 4 * d.V})
+	for i := range p.out {
+		p.out[i] = perToken(p.out[i], p.T)
+	}
+	return p.out, nil
+}
+
+func (p *plan) norm(step string) Cost {
+	return vec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * p.d.H, FLOPs: 4 * p.T * p.d.H}, p.d.H)
+}
+
+// linear is a projection of the step's T rows, weights read once; add fuses the residual add.
+func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
+	k := "qmm"
+	if p.decode {
+		k = "qmv"
+		if add {
+			k = "qmv_add"
+		}
+	}
+	c := Cost{Step: step, Kernel: k, Calls: 1, Weights: p.d.mat(out, in, bits), Act: 4 * p.T * (in + out),
+		FLOPs: 2 * p.T * out * in}
+	if add {
+		c.Act += 4 * p.T * out
+	}
+	return c
+}
+
+func (p *plan) gdn() []Cost {
+	d, T := p.d, p.T
+	// Thread j of a value head reads column j of S, decays it, forms Sᵀk (2), updates (3) and
+	// contracts with q (2): 7 FLOPs per state element per token.
+	scan := vec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "gdn_scan", Calls: 1,
+		State: 2 * 4 * (d.Hv*d.Dk*d.Dv + (d.K-1)*d.C), Act: 4 * T * (d.C + 2*d.Vd + 2*d.Hv),
+		FLOPs: T * (2*d.C*d.K + 7*d.Hv*d.Dk*d.Dv + 8*d.Vd)}, d.C*d.K+2*d.Hv+d.Dv)
+	return []Cost{
+		p.norm("input norm (DeltaNet layers)"),
+		p.linear("DeltaNet in_proj_qkv", d.C, d.H, d.bits, false),
+		p.linear("DeltaNet in_proj_z", d.Vd, d.H, d.bits, false),
+		p.linear("DeltaNet in_proj_b", d.Hv, d.H, d.bits, false),
+		p.linear("DeltaNet in_proj_a", d.Hv, d.H, d.bits, false),
+		scan,
+		p.linear("DeltaNet out_proj + residual", d.H, d.Vd, d.bits, true),
+	}
+}
+
+func (p *plan) attention() []Cost {
+	d, T := p.d, p.T
+	qd, kvd := d.Hq*d.D, d.Hkv*d.D
+	prep := vec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
+		Act: 4 * T * (2*qd + 2*kvd + d.Rot + 2*qd), KV: 4 * T * 2 * kvd, FLOPs: 6 * T * (d.Hq + d.Hkv) * d.D}, 2*d.D)
+	cs := []Cost{
+		p.norm("input norm (attention layers)"),
+		p.linear("attention q_proj (query + gate)", 2*qd, d.H, d.bits, false),
+		p.linear("attention k_proj", kvd, d.H, d.bits, false),
+		p.linear("attention v_proj", kvd, d.H, d.bits, false),
+		prep,
+	}
+	if p.decode {
+		n := p.ctx + 1
+		splits := math.Ceil(n / DecodeSplit)
+		part := 4 * d.Hq * splits * (d.D + 2)
+		cs = append(cs,
+			Cost{Step: "attention over the cache (splits)", Kernel: "attn_decode_split", Calls: 1,
+				KV: 4 * 2 * kvd * n, Act: 4*qd + part, FLOPs: 4 * qd * n},
+			Cost{Step: "merge splits, output gate", Kernel: "attn_decode_combine", Calls: 1,
+				Act: part + 8*qd, FLOPs: 3*qd*splits + 5*qd})
+	} else {
+		pairs := T*p.ctx + T*(T+1)/2 // (query, visible key) pairs of the causal chunk
+		cs = append(cs, Cost{Step: "causal attention, output gate", Kernel: "attn_prefill", Calls: 1,
+			KV: 4 * 2 * kvd * (p.ctx + T), Act: 4 * T * 3 * qd, FLOPs: 4*d.Hq*d.D*pairs + 5*T*qd})
+	}
+	return append(cs, p.linear("attention o_proj + residual", d.H, qd, d.bits, true))
+}
+
+func (p *plan) moe() []Cost {
+	d, T := p.d, p.T
+	router := Cost{Step: "router softmax top-k + shared gate", Kernel: "router_topk", Calls: 1,
+		Weights: d.mat(d.E, d.H, d.routerBits) + d.mat(1, d.H, d.routerBits),
+		Act:     4 * T * (d.H + 2*d.TopK + 1), FLOPs: T * (2*(d.E+1)*d.H + 5*d.E)}
+	cs := []Cost{p.norm("post-attention norm"), router}
+	if p.decode {
+		return append(cs,
+			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: "moe_gate_up", Calls: 1,
+				Weights: 2*d.TopK*d.mat(d.I, d.H, d.bits) + 2*d.mat(d.Is, d.H, d.bits),
+				Act:     4 * (d.H + d.TopK + d.TopK*d.I + d.Is), FLOPs: 4*d.H*(d.TopK*d.I+d.Is) + 5*(d.TopK*d.I+d.Is)},
+			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: "moe_down", Calls: 1,
+				Weights: d.TopK*d.mat(d.H, d.I, d.bits) + d.mat(d.H, d.Is, d.bits),
+				Act:     4*(d.TopK*d.I+d.Is+2*d.TopK+1) + 8*d.H, FLOPs: 2 * d.H * (d.TopK*d.I + d.Is)})
+	}
+	slots := T * d.TopK
+	// Experts holding at least one of the chunk's slots, if routing were uniform: each is read once.
+	touched := d.E * (1 - math.Pow(1-d.TopK/d.E, T))
+	return append(cs,
+		Cost{Step: "count slots per expert", Kernel: "moe_count", Calls: 1, Act: 4*slots + 8*d.E},
+		Cost{Step: "expert offsets (prefix sum)", Kernel: "moe_scan", Calls: 1, Act: 4 * 4 * d.E},
+		Cost{Step: "slots grouped by expert", Kernel: "moe_scatter", Calls: 1, Act: 4*3*slots + 8*d.E},
+		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_gate_up", Calls: 1,
+			Weights: 2 * touched * d.mat(d.I, d.H, d.bits), Act: 4 * slots * (d.H + d.I + 1),
+			FLOPs: 4*slots*d.I*d.H + 5*slots*d.I},
+		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_down", Calls: 1,
+			Weights: touched * d.mat(d.H, d.I, d.bits), Act: 4 * slots * (d.I + d.H + 1), FLOPs: 2 * slots * d.H * d.I},
+		p.linear("shared expert gate_proj", d.Is, d.H, d.bits, false),
+		p.linear("shared expert up_proj", d.Is, d.H, d.bits, false),
+		Cost{Step: "shared expert SwiGLU", Kernel: "swiglu", Calls: 1, Act: 12 * T * d.Is, FLOPs: 5 * T * d.Is},
+		p.linear("shared expert down_proj", d.H, d.Is, d.bits, false),
+		Cost{Step: "weighted sum, shared gate, residual", Kernel: "moe_combine", Calls: 1,
+			Act: 4*T*(d.TopK*d.H+d.H+d.TopK+1) + 8*T*d.H, FLOPs: T * d.H * (2*d.TopK + 6)})
+}
