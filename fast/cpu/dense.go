@@ -10,7 +10,10 @@ type bf16Task struct {
 	in   int
 }
 
-func (t *bf16Task) Do(_, lo, hi int) { t.rows(t.y, t.w, t.in, t.x, lo, hi) }
+// Do runs row blocks [lo, hi) (rowBlock rows each).
+func (t *bf16Task) Do(_, lo, hi int) {
+	t.rows(t.y, t.w, t.in, t.x, lo*rowBlock, min(hi*rowBlock, len(t.y)))
+}
 
 // BF16MatVec computes y: [Out] = W: [Out, In] · x: [In] for a dense bf16 matrix (HF-layout
 // checkpoints), accumulating in float32. Rows are split across the pool's workers.
@@ -18,8 +21,8 @@ func (k *Kernels) BF16MatVec(y []float32, w []uint16, out, in int, x []float32) 
 	if len(w) < out*in || len(x) < in || len(y) < out {
 		panic(fmt.Sprintf("cpu: BF16MatVec: W %d for [%d, %d], x [%d], y [%d]", len(w), out, in, len(x), len(y)))
 	}
-	k.bmv = bf16Task{rows: k.f.bf16mv, y: y, w: w, in: in, x: x[:in]}
-	k.pool.RunTask(out, &k.bmv)
+	k.bmv = bf16Task{rows: k.f.bf16mv, y: y[:out], w: w, in: in, x: x[:in]}
+	k.pool.RunTask((out+rowBlock-1)/rowBlock, &k.bmv)
 	k.bmv = bf16Task{}
 }
 

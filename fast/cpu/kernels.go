@@ -2,6 +2,10 @@ package cpu
 
 import "fmt"
 
+// rowBlock is the granularity of the mat-vec row split: workers get ranges of rows starting at a
+// multiple of 8, and the SIMD kernels finish 8 rows together (one vector of results).
+const rowBlock = 8
+
 // rowsFunc computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In].
 type rowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int)
 
@@ -11,13 +15,14 @@ type impl struct {
 	dot               func(a, b []float32) float32
 	axpy              func(y []float32, a float32, x []float32)
 	bf16mv            func(y []float32, w []uint16, in int, x []float32, lo, hi int)
-	qmm4              func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
+	qmm               func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
+	readSum           func(x []uint64) uint64
 }
 
 func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ8: qmvQ8RowsPortable,
-		dot: dotPortable, axpy: axpyPortable, bf16mv: bf16RowsPortable, qmm4: qmmRowsPortable,
+		dot: dotPortable, axpy: axpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
 	}
 }
 
@@ -67,7 +72,10 @@ type qmvTask struct {
 	v    *Vec
 }
 
-func (t *qmvTask) Do(_, lo, hi int) { t.rows(t.y, t.m, t.v, lo, hi) }
+// Do runs row blocks [lo, hi) (rowBlock rows each).
+func (t *qmvTask) Do(_, lo, hi int) {
+	t.rows(t.y, t.m, t.v, lo*rowBlock, min(hi*rowBlock, t.m.Out))
+}
 
 // QMatVec computes y: [Out] = W: [Out, In] · x: [In] for a 4- or 8-bit matrix with the
 // dequantization fused into the dot product, in float32:
@@ -100,7 +108,7 @@ func (k *Kernels) QMatVecQ8(y []float32, m *QMat, v *Vec) {
 
 func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
 	k.mv = qmvTask{rows: rows, y: y, m: m, v: v}
-	k.pool.RunTask(m.Out, &k.mv)
+	k.pool.RunTask((m.Out+rowBlock-1)/rowBlock, &k.mv)
 	k.mv = qmvTask{}
 }
 

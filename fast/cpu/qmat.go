@@ -8,6 +8,9 @@ import (
 // GroupSize is the quantization group along the input axis (model.md §3.1).
 const GroupSize = 64
 
+// MaxIn is the largest input length the kernels accept (the model's largest is 4096).
+const MaxIn = 8192
+
 // QMat is a view of one MLX affine-quantized matrix W: [Out, In] in its stored form.
 //
 // W holds Out rows of In*Bits/8 bytes: little-endian uint32 words with element k of a word in bits
@@ -33,8 +36,8 @@ func (m *QMat) Check() error {
 	switch {
 	case m.Bits != 4 && m.Bits != 8:
 		return fmt.Errorf("qmat: bits %d, want 4 or 8", m.Bits)
-	case m.Out <= 0 || m.In <= 0 || m.In%GroupSize != 0:
-		return fmt.Errorf("qmat: shape [%d, %d]: In must be a positive multiple of %d", m.Out, m.In, GroupSize)
+	case m.Out <= 0 || m.In <= 0 || m.In%GroupSize != 0 || m.In > MaxIn:
+		return fmt.Errorf("qmat: shape [%d, %d]: In must be a positive multiple of %d, at most %d", m.Out, m.In, GroupSize, MaxIn)
 	case len(m.W) < m.Out*m.RowBytes():
 		return fmt.Errorf("qmat: %d packed bytes, want %d", len(m.W), m.Out*m.RowBytes())
 	case len(m.Scales) < m.Out*m.Groups() || len(m.Biases) < m.Out*m.Groups():

@@ -18,7 +18,7 @@ type qmmTask struct {
 
 func (t *qmmTask) Do(w, lo, hi int) {
 	k := t.k
-	k.f.qmm4(t.y, t.m, t.x, t.t, k.buf[w], lo*qmmRowBlock, min(hi*qmmRowBlock, t.m.Out))
+	k.f.qmm(t.y, t.m, t.x, t.t, k.buf[w], lo*qmmRowBlock, min(hi*qmmRowBlock, t.m.Out))
 }
 
 // QMatMat computes Y: [T, Out] = X: [T, In] · W: [Out, In]ᵀ for a 4- or 8-bit matrix: the prefill

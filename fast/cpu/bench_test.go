@@ -1,0 +1,198 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchColdBytes is how much distinct weight data a mat-vec benchmark cycles through: 4× the 32 MiB
+// last-level cache, so every call reads its matrix from DRAM as a decode step does.
+const benchColdBytes = 128 << 20
+
+// benchArena holds random packed bytes and valid bf16 scales/biases that benchmark matrices alias.
+var benchArena = sync.OnceValue(func() (a struct {
+	w    []byte
+	sb   []uint16
+	bw   map[int]float64
+	bwMu *sync.Mutex
+}) {
+	r := rand.New(rand.NewPCG(1, 1))
+	a.w = make([]byte, benchColdBytes+(64<<20))
+	for i := 0; i < len(a.w); i += 8 {
+		u := r.Uint64()
+		for j := range 8 {
+			a.w[i+j] = byte(u >> (8 * j))
+		}
+	}
+	a.sb = make([]uint16, 1<<20)
+	for i := range a.sb {
+		a.sb[i] = ToBF16(float32(r.NormFloat64() * 0.02))
+	}
+	a.bw, a.bwMu = map[int]float64{}, new(sync.Mutex)
+	return a
+})
+
+// bandwidthFor returns MeasureReadBandwidth with the given worker count, measured once per process.
+func bandwidthFor(workers int) float64 {
+	a := benchArena()
+	a.bwMu.Lock()
+	defer a.bwMu.Unlock()
+	if bw, ok := a.bw[workers]; ok {
+		return bw
+	}
+	p := NewPool(workers)
+	defer p.Close()
+	a.bw[workers] = MeasureReadBandwidth(p)
+	return a.bw[workers]
+}
+
+// coldMats returns enough [out, in] matrices aliasing the arena to cover benchColdBytes (at least 1).
+// Scales and biases alias a 2 MB table (cache-resident, as they are a small part of each row).
+func coldMats(bits, out, in int) []*QMat {
+	a := benchArena()
+	size := out * in * bits / 8
+	n := max(1, benchColdBytes/size)
+	ms := make([]*QMat, n)
+	g := out * in / GroupSize
+	for i := range ms {
+		sb := a.sb[(i*g)%(len(a.sb)-2*g):]
+		ms[i] = &QMat{Bits: bits, Out: out, In: in, W: a.w[i*size : (i+1)*size], Scales: sb[:g], Biases: sb[g : 2*g]}
+	}
+	return ms
+}
+
+func benchShapes() []struct {
+	name          string
+	bits, out, in int
+} {
+	return []struct {
+		name          string
+		bits, out, in int
+	}{
+		{"q4_2048x2048", 4, 2048, 2048},
+		{"q4_512x2048", 4, 512, 2048},
+		{"q4_8192x2048", 4, 8192, 2048},
+		{"q8_256x2048_router", 8, 256, 2048},
+		{"q4_lmhead_32768x2048", 4, 32768, 2048}, // 1/8 of the 248320-row lm_head
+	}
+}
+
+// BenchmarkQMatVec reports the weight bytes read per second (packed words, scales and biases) and
+// that rate as a fraction of MeasureReadBandwidth with the same number of workers.
+func BenchmarkQMatVec(b *testing.B) {
+	for _, sh := range benchShapes() {
+		for _, workers := range []int{1, 2} {
+			for _, impl := range []string{"simd", "portable", "simd_q8", "portable_q8"} {
+				b.Run(fmt.Sprintf("%s/w%d/%s", sh.name, workers, impl), func(b *testing.B) {
+					benchQMatVec(b, sh.bits, sh.out, sh.in, workers, impl)
+				})
+			}
+		}
+	}
+}
+
+func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
+	p := NewPool(workers)
+	defer p.Close()
+	k := NewPortable(p)
+	if impl == "simd" || impl == "simd_q8" {
+		if k = New(p); !k.SIMD() {
+			b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
+		}
+	}
+	q8 := impl == "simd_q8" || impl == "portable_q8"
+	if q8 && bits == 8 {
+		b.Skip("8-bit matrices always use the float32 path")
+	}
+	ms := coldMats(bits, out, in)
+	bw := bandwidthFor(workers)
+	x := randVec(rand.New(rand.NewPCG(2, 2)), in)
+	v := NewVec(in)
+	v.PrepareQ8(x)
+	y := make([]float32, out)
+	bytes := int64(out*in*bits/8 + 2*2*out*in/GroupSize)
+	b.SetBytes(bytes)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		if q8 {
+			k.QMatVecQ8(y, ms[i%len(ms)], v)
+		} else {
+			k.QMatVec(y, ms[i%len(ms)], v)
+		}
+	}
+	gbs := float64(bytes) * float64(b.N) / time.Since(start).Seconds() / 1e9
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(gbs/bw, "frac_bw")
+}
+
+// BenchmarkReadBandwidth reports MeasureReadBandwidth with 1 and 2 workers.
+func BenchmarkReadBandwidth(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("w%d", workers), func(b *testing.B) {
+			var bw float64
+			for b.Loop() {
+				p := NewPool(workers)
+				bw = MeasureReadBandwidth(p)
+				p.Close()
+			}
+			b.ReportMetric(bw, "GB/s")
+		})
+	}
+}
+
+// BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix,
+// reported in GFLOP/s (2·T·Out·In per call).
+func BenchmarkQMatMat(b *testing.B) {
+	for _, sh := range []struct {
+		name          string
+		bits, out, in int
+	}{{"q4_512x2048_gate", 4, 512, 2048}, {"q4_2048x512_down", 4, 2048, 512}} {
+		for _, t := range []int{8, 64} {
+			for _, impl := range []string{"simd", "portable"} {
+				b.Run(fmt.Sprintf("%s/T%d/w2/%s", sh.name, t, impl), func(b *testing.B) {
+					p := NewPool(2)
+					defer p.Close()
+					k := NewPortable(p)
+					if impl == "simd" {
+						if k = New(p); !k.SIMD() {
+							b.Skip("no SIMD kernels in this build")
+						}
+					}
+					r := rand.New(rand.NewPCG(3, 3))
+					m, x := randQMat(r, sh.bits, sh.out, sh.in), randVec(r, t*sh.in)
+					y := make([]float32, t*sh.out)
+					start := time.Now()
+					for b.Loop() {
+						k.QMatMat(y, m, x, t)
+					}
+					b.ReportMetric(2*float64(t*sh.out*sh.in)*float64(b.N)/time.Since(start).Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPeakFLOPs reports MeasurePeakFLOPs on 2 workers.
+func BenchmarkPeakFLOPs(b *testing.B) {
+	for _, impl := range []string{"simd", "portable"} {
+		b.Run(impl, func(b *testing.B) {
+			p := NewPool(2)
+			defer p.Close()
+			k := NewPortable(p)
+			if impl == "simd" {
+				if k = New(p); !k.SIMD() {
+					b.Skip("no SIMD kernels in this build")
+				}
+			}
+			var f float64
+			for b.Loop() {
+				f = MeasurePeakFLOPs(k, 300*time.Millisecond)
+			}
+			b.ReportMetric(f, "GFLOP/s")
+		})
+	}
+}
