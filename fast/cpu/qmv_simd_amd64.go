@@ -20,9 +20,9 @@ type scaleTable [rowBlock][MaxIn/GroupSize + 4]float32
 type qmvKind int
 
 const (
-	kindQ4 qmvKind = iota
-	kindQ8W        // 8-bit weights, float32 activations
-	kindQ4A8       // 4-bit weights, int8 activations
+	kindQ4   qmvKind = iota
+	kindQ8W          // 8-bit weights, float32 activations
+	kindQ4A8         // 4-bit weights, int8 activations
 )
 
 func qmv4RowsSIMD(y []float32, m *QMat, v *Vec, lo, hi int) { qmvBlocksSIMD(y, m, v, lo, hi, kindQ4) }
