@@ -81,3 +81,5 @@ func TestSIMDReported(t *testing.T) {
 	defer p.Close()
 	t.Logf("SIMD kernels in use: %v", New(p).SIMD())
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 7)) }
