@@ -20,14 +20,14 @@ var benchArena = sync.OnceValue(func() (a struct {
 	bwMu *sync.Mutex
 }) {
 	r := rand.New(rand.NewPCG(1, 1))
-	a.w = make([]byte, benchColdBytes+(64<<20))
+	a.w = make([]byte, benchColdBytes)
 	for i := 0; i < len(a.w); i += 8 {
 		u := r.Uint64()
 		for j := range 8 {
 			a.w[i+j] = byte(u >> (8 * j))
 		}
 	}
-	a.sb = make([]uint16, 1<<20)
+	a.sb = make([]uint16, benchColdBytes/8) // scales and biases of benchColdBytes of 4-bit weights
 	for i := range a.sb {
 		a.sb[i] = ToBF16(float32(r.NormFloat64() * 0.02))
 	}
@@ -49,8 +49,8 @@ func bandwidthFor(workers int) float64 {
 	return a.bw[workers]
 }
 
-// coldMats returns enough [out, in] matrices aliasing the arena to cover benchColdBytes (at least 1).
-// Scales and biases alias a 2 MB table (cache-resident, as they are a small part of each row).
+// coldMats returns enough [out, in] matrices aliasing the arena to cover benchColdBytes (at least 1),
+// each with its own packed words, scales and biases.
 func coldMats(bits, out, in int) []*QMat {
 	a := benchArena()
 	size := out * in * bits / 8
@@ -58,7 +58,7 @@ func coldMats(bits, out, in int) []*QMat {
 	ms := make([]*QMat, n)
 	g := out * in / GroupSize
 	for i := range ms {
-		sb := a.sb[(i*g)%(len(a.sb)-2*g):]
+		sb := a.sb[(2*i*g)%(len(a.sb)-2*g+1):]
 		ms[i] = &QMat{Bits: bits, Out: out, In: in, W: a.w[i*size : (i+1)*size], Scales: sb[:g], Biases: sb[g : 2*g]}
 	}
 	return ms
