@@ -25,7 +25,7 @@ var benchArena = sync.OnceValue(func() (a struct {
 			a.w[i+j] = byte(u >> (8 * j))
 		}
 	}
-	a.sb = make([]uint16, benchColdBytes/8) // scales and biases of benchColdBytes of 4-bit weights
+	a.sb = make([]uint16, benchColdBytes/2) // valid bf16: dense weights, or scales and biases
 	for i := range a.sb {
 		a.sb[i] = ToBF16(float32(r.NormFloat64() * 0.02))
 	}
@@ -45,6 +45,10 @@ var bwBuffer = sync.OnceValue(func() []uint64 {
 // one streaming-read pass. On a shared machine the load changes from second to second; the best of
 // each, taken from interleaved rounds, is the fairest ratio one run can give.
 const pairedRounds = 3
+
+// passBytes is how much weight data one timed pass of rooflineFrac reads. Passes continue cyclically
+// through the benchColdBytes set, so the data they read was last touched 96 MiB earlier.
+const passBytes = 32 << 20
 
 // rooflineFrac alternates pass (which returns the weight bytes it read) with a read-bandwidth pass on
 // k's pool, and returns the best kernel GB/s and its fraction of the best bandwidth.
@@ -134,18 +138,64 @@ func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
 		}
 	}
 	b.StopTimer()
+	next := 0
 	gbs, frac := rooflineFrac(k, func() int64 {
-		for _, m := range ms {
+		n := max(1, passBytes/int(bytes))
+		for range n {
 			if q8 {
-				k.QMatVecQ8(y, m, v)
+				k.QMatVecQ8(y, ms[next], v)
 			} else {
-				k.QMatVec(y, m, v)
+				k.QMatVec(y, ms[next], v)
 			}
+			next = (next + 1) % len(ms)
 		}
-		return bytes * int64(len(ms))
+		return bytes * int64(n)
 	})
 	b.ReportMetric(gbs, "GB/s")
 	b.ReportMetric(frac, "frac_bw")
+}
+
+// BenchmarkBF16MatVec is BenchmarkQMatVec for dense bf16 [2048, 2048] matrices (HF layout).
+func BenchmarkBF16MatVec(b *testing.B) {
+	const out, in = 2048, 2048
+	for _, workers := range []int{1, 2} {
+		for _, impl := range []string{"simd", "portable"} {
+			b.Run(fmt.Sprintf("bf16_%dx%d/w%d/%s", out, in, workers, impl), func(b *testing.B) {
+				p := NewPool(workers)
+				defer p.Close()
+				k := NewPortable(p)
+				if impl == "simd" {
+					if k = New(p); !k.SIMD() {
+						b.Skip("no SIMD kernels in this build")
+					}
+				}
+				a := benchArena()
+				ws := make([][]uint16, len(a.sb)/(out*in))
+				for i := range ws {
+					ws[i] = a.sb[i*out*in : (i+1)*out*in]
+				}
+				x := randVec(newRand(4), in)
+				y := make([]float32, out)
+				bytes := int64(2 * out * in)
+				b.SetBytes(bytes)
+				for i := 0; b.Loop(); i++ {
+					k.BF16MatVec(y, ws[i%len(ws)], out, in, x)
+				}
+				b.StopTimer()
+				next := 0
+				gbs, frac := rooflineFrac(k, func() int64 {
+					n := max(1, passBytes/int(bytes))
+					for range n {
+						k.BF16MatVec(y, ws[next], out, in, x)
+						next = (next + 1) % len(ws)
+					}
+					return bytes * int64(n)
+				})
+				b.ReportMetric(gbs, "GB/s")
+				b.ReportMetric(frac, "frac_bw")
+			})
+		}
+	}
 }
 
 // BenchmarkReadBandwidth reports MeasureReadBandwidth with 1 and 2 workers.
