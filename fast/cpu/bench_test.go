@@ -1,0 +1,267 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchColdBytes is how much distinct weight data a mat-vec benchmark cycles through: 4× the 32 MiB
+// last-level cache, so every call reads its matrix from DRAM as a decode step does.
+const benchColdBytes = 128 << 20
+
+// benchArena holds random packed bytes and valid bf16 scales/biases that benchmark matrices alias.
+var benchArena = sync.OnceValue(func() (a struct {
+	w  []byte
+	sb []uint16
+}) {
+	r := rand.New(rand.NewPCG(1, 1))
+	a.w = make([]byte, benchColdBytes)
+	for i := 0; i < len(a.w); i += 8 {
+		u := r.Uint64()
+		for j := range 8 {
+			a.w[i+j] = byte(u >> (8 * j))
+		}
+	}
+	a.sb = make([]uint16, benchColdBytes/2) // valid bf16: dense weights, or scales and biases
+	for i := range a.sb {
+		a.sb[i] = ToBF16(float32(r.NormFloat64() * 0.02))
+	}
+	return a
+})
+
+// bwBuffer is the buffer the paired bandwidth passes read (as MeasureReadBandwidth's).
+var bwBuffer = sync.OnceValue(func() []uint64 {
+	buf := make([]uint64, bandwidthBytes/8)
+	for i := range buf {
+		buf[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	return buf
+})
+
+// pairedRounds is how many times benchmarks alternate one pass of the kernel over its cold data with
+// one streaming-read pass. On a shared machine the load changes from second to second; the best of
+// each, taken from interleaved rounds, is the fairest ratio one run can give.
+const pairedRounds = 3
+
+// passBytes is how much weight data one timed pass of rooflineFrac reads. Passes continue cyclically
+// through the benchColdBytes set, so the data they read was last touched 96 MiB earlier.
+const passBytes = 32 << 20
+
+// rooflineFrac alternates pass (which returns the weight bytes it read) with a read-bandwidth pass on
+// k's pool, and returns the best kernel GB/s and its fraction of the best bandwidth.
+func rooflineFrac(k *Kernels, pass func() int64) (gbs, frac float64) {
+	var bw float64
+	for range pairedRounds {
+		start := time.Now()
+		n := pass()
+		gbs = max(gbs, float64(n)/time.Since(start).Seconds()/1e9)
+		bw = max(bw, readBandwidth(k.pool, k.f.readSum, bwBuffer(), 1))
+	}
+	return gbs, gbs / bw
+}
+
+// coldMats returns enough [out, in] matrices aliasing the arena to cover benchColdBytes (at least 1),
+// each with its own packed words, scales and biases.
+func coldMats(bits, out, in int) []*QMat {
+	a := benchArena()
+	size := out * in * bits / 8
+	n := max(1, benchColdBytes/size)
+	ms := make([]*QMat, n)
+	g := out * in / GroupSize
+	for i := range ms {
+		sb := a.sb[(2*i*g)%(len(a.sb)-2*g+1):]
+		ms[i] = &QMat{Bits: bits, Out: out, In: in, W: a.w[i*size : (i+1)*size], Scales: sb[:g], Biases: sb[g : 2*g]}
+	}
+	return ms
+}
+
+func benchShapes() []struct {
+	name          string
+	bits, out, in int
+} {
+	return []struct {
+		name          string
+		bits, out, in int
+	}{
+		{"q4_2048x2048", 4, 2048, 2048},
+		{"q4_512x2048", 4, 512, 2048},
+		{"q4_8192x2048", 4, 8192, 2048},
+		{"q8_256x2048_router", 8, 256, 2048},
+		{"q4_lmhead_32768x2048", 4, 32768, 2048}, // 1/8 of the 248320-row lm_head
+	}
+}
+
+// BenchmarkQMatVec times mat-vecs over matrices that do not fit the cache (MB/s from ns/op), then
+// reports from paired rounds (rooflineFrac) the weight bytes read per second (packed words, scales
+// and biases: GB/s) and that rate as a fraction of the streaming-read bandwidth of the same workers
+// (frac_bw). Vec preparation (once per input vector) is not timed.
+func BenchmarkQMatVec(b *testing.B) {
+	for _, sh := range benchShapes() {
+		for _, workers := range []int{1, 2} {
+			for _, impl := range []string{"simd", "portable", "simd_q8", "portable_q8"} {
+				b.Run(fmt.Sprintf("%s/w%d/%s", sh.name, workers, impl), func(b *testing.B) {
+					benchQMatVec(b, sh.bits, sh.out, sh.in, workers, impl)
+				})
+			}
+		}
+	}
+}
+
+func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
+	p := NewPool(workers)
+	defer p.Close()
+	k := NewPortable(p)
+	if impl == "simd" || impl == "simd_q8" {
+		if k = New(p); !k.SIMD() {
+			b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
+		}
+	}
+	q8 := impl == "simd_q8" || impl == "portable_q8"
+	if q8 && bits == 8 {
+		b.Skip("8-bit matrices always use the float32 path")
+	}
+	ms := coldMats(bits, out, in)
+	x := randVec(rand.New(rand.NewPCG(2, 2)), in)
+	v := NewVec(in)
+	v.PrepareQ8(x)
+	y := make([]float32, out)
+	bytes := int64(out*in*bits/8 + 2*2*out*in/GroupSize)
+	b.SetBytes(bytes)
+	for i := 0; b.Loop(); i++ {
+		if q8 {
+			k.QMatVecQ8(y, ms[i%len(ms)], v)
+		} else {
+			k.QMatVec(y, ms[i%len(ms)], v)
+		}
+	}
+	b.StopTimer()
+	next := 0
+	gbs, frac := rooflineFrac(k, func() int64 {
+		n := max(1, passBytes/int(bytes))
+		for range n {
+			if q8 {
+				k.QMatVecQ8(y, ms[next], v)
+			} else {
+				k.QMatVec(y, ms[next], v)
+			}
+			next = (next + 1) % len(ms)
+		}
+		return bytes * int64(n)
+	})
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(frac, "frac_bw")
+}
+
+// BenchmarkBF16MatVec is BenchmarkQMatVec for dense bf16 [2048, 2048] matrices (HF layout).
+func BenchmarkBF16MatVec(b *testing.B) {
+	const out, in = 2048, 2048
+	for _, workers := range []int{1, 2} {
+		for _, impl := range []string{"simd", "portable"} {
+			b.Run(fmt.Sprintf("bf16_%dx%d/w%d/%s", out, in, workers, impl), func(b *testing.B) {
+				p := NewPool(workers)
+				defer p.Close()
+				k := NewPortable(p)
+				if impl == "simd" {
+					if k = New(p); !k.SIMD() {
+						b.Skip("no SIMD kernels in this build")
+					}
+				}
+				a := benchArena()
+				ws := make([][]uint16, len(a.sb)/(out*in))
+				for i := range ws {
+					ws[i] = a.sb[i*out*in : (i+1)*out*in]
+				}
+				x := randVec(newRand(4), in)
+				y := make([]float32, out)
+				bytes := int64(2 * out * in)
+				b.SetBytes(bytes)
+				for i := 0; b.Loop(); i++ {
+					k.BF16MatVec(y, ws[i%len(ws)], out, in, x)
+				}
+				b.StopTimer()
+				next := 0
+				gbs, frac := rooflineFrac(k, func() int64 {
+					n := max(1, passBytes/int(bytes))
+					for range n {
+						k.BF16MatVec(y, ws[next], out, in, x)
+						next = (next + 1) % len(ws)
+					}
+					return bytes * int64(n)
+				})
+				b.ReportMetric(gbs, "GB/s")
+				b.ReportMetric(frac, "frac_bw")
+			})
+		}
+	}
+}
+
+// BenchmarkReadBandwidth reports MeasureReadBandwidth with 1 and 2 workers.
+func BenchmarkReadBandwidth(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("w%d", workers), func(b *testing.B) {
+			var bw float64
+			for b.Loop() {
+				p := NewPool(workers)
+				bw = MeasureReadBandwidth(p)
+				p.Close()
+			}
+			b.ReportMetric(bw, "GB/s")
+		})
+	}
+}
+
+// BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix,
+// reported in GFLOP/s (2·T·Out·In per call).
+func BenchmarkQMatMat(b *testing.B) {
+	for _, sh := range []struct {
+		name          string
+		bits, out, in int
+	}{{"q4_512x2048_gate", 4, 512, 2048}, {"q4_2048x512_down", 4, 2048, 512}} {
+		for _, t := range []int{8, 64} {
+			for _, impl := range []string{"simd", "portable"} {
+				b.Run(fmt.Sprintf("%s/T%d/w2/%s", sh.name, t, impl), func(b *testing.B) {
+					p := NewPool(2)
+					defer p.Close()
+					k := NewPortable(p)
+					if impl == "simd" {
+						if k = New(p); !k.SIMD() {
+							b.Skip("no SIMD kernels in this build")
+						}
+					}
+					r := rand.New(rand.NewPCG(3, 3))
+					m, x := randQMat(r, sh.bits, sh.out, sh.in), randVec(r, t*sh.in)
+					y := make([]float32, t*sh.out)
+					start := time.Now()
+					for b.Loop() {
+						k.QMatMat(y, m, x, t)
+					}
+					b.ReportMetric(2*float64(t*sh.out*sh.in)*float64(b.N)/time.Since(start).Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPeakFLOPs reports MeasurePeakFLOPs on 2 workers.
+func BenchmarkPeakFLOPs(b *testing.B) {
+	for _, impl := range []string{"simd", "portable"} {
+		b.Run(impl, func(b *testing.B) {
+			p := NewPool(2)
+			defer p.Close()
+			k := NewPortable(p)
+			if impl == "simd" {
+				if k = New(p); !k.SIMD() {
+					b.Skip("no SIMD kernels in this build")
+				}
+			}
+			var f float64
+			for b.Loop() {
+				f = MeasurePeakFLOPs(k, 300*time.Millisecond)
+			}
+			b.ReportMetric(f, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package cpu
+
+import "fmt"
+
+// rowBlock is the granularity of the mat-vec row split: workers get ranges of rows starting at a
+// multiple of 8, and the SIMD kernels finish 8 rows together (one vector of results).
+const rowBlock = 8
+
+// rowsFunc computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In].
+type rowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int)
+
+// impl is one complete set of kernel bodies, portable or SIMD, chosen in New.
+type impl struct {
+	qmv4, qmv8, qmvQ8 rowsFunc
+	dot               func(a, b []float32) float32
+	axpy              func(y []float32, a float32, x []float32)
+	bf16mv            func(y []float32, w []uint16, in int, x []float32, lo, hi int)
+	qmm               func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
+	readSum           func(x []uint64) uint64
+}
+
+func portableImpl() impl {
+	return impl{
+		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ8: qmvQ8RowsPortable,
+		dot: dotPortable, axpy: axpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
+	}
+}
+
+// Kernels runs the CPU kernels on a Pool. The implementation (SIMD or portable) is fixed at
+// construction. Like its Pool, a Kernels is safe for one caller at a time: its methods keep their
+// per-call state in the Kernels value so that they allocate nothing.
+type Kernels struct {
+	pool *Pool
+	simd bool
+	f    impl
+
+	mv    qmvTask
+	mm    qmmTask
+	bmv   bf16Task
+	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
+	xperm []float32   // the mat-mat's X in SIMD unpack order
+}
+
+// New returns kernels on p, using the archsimd versions when the binary was built with
+// GOEXPERIMENT=simd for amd64 and the CPU has AVX2 and FMA, else the portable ones.
+func New(p *Pool) *Kernels {
+	if haveSIMD() {
+		return newKernels(p, simdImpl(), true)
+	}
+	return NewPortable(p)
+}
+
+// NewPortable returns kernels on p that use the pure-Go versions only.
+func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
+
+func newKernels(p *Pool, f impl, simd bool) *Kernels {
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers())}
+	return k
+}
+
+// SIMD reports whether the archsimd kernels are in use.
+func (k *Kernels) SIMD() bool { return k.simd }
+
+// Pool returns the pool the kernels run on.
+func (k *Kernels) Pool() *Pool { return k.pool }
+
+// qmvTask is the pool task of one quantized mat-vec.
+type qmvTask struct {
+	rows rowsFunc
+	y    []float32
+	m    *QMat
+	v    *Vec
+}
+
+// Do runs row blocks [lo, hi) (rowBlock rows each).
+func (t *qmvTask) Do(_, lo, hi int) {
+	t.rows(t.y, t.m, t.v, lo*rowBlock, min(hi*rowBlock, t.m.Out))
+}
+
+// QMatVec computes y: [Out] = W: [Out, In] · x: [In] for a 4- or 8-bit matrix with the
+// dequantization fused into the dot product, in float32:
+// y[o] = Σ_g scale[o,g]·(Σ_{i∈g} x_i·q_{o,i}) + bias[o,g]·(Σ_{i∈g} x_i).
+// v must have been prepared from x. Rows are split across the pool's workers.
+func (k *Kernels) QMatVec(y []float32, m *QMat, v *Vec) {
+	k.checkMV(y, m, v)
+	rows := k.f.qmv4
+	if m.Bits == 8 {
+		rows = k.f.qmv8
+	}
+	k.runMV(rows, y, m, v)
+}
+
+// QMatVecQ8 is QMatVec against the int8 copy of x (v prepared with PrepareQ8): the inner sums
+// Σ q8_i·q_i are exact integers, and the only extra error is the activation rounding,
+// |x_i − d·q8_i| ≤ d/2 with d = max_g|x|/127. 8-bit matrices use the float32 path (the router's
+// top-k choice is too sensitive for int8 activations).
+func (k *Kernels) QMatVecQ8(y []float32, m *QMat, v *Vec) {
+	if m.Bits == 8 {
+		k.QMatVec(y, m, v)
+		return
+	}
+	k.checkMV(y, m, v)
+	if !v.hasQ {
+		panic("cpu: QMatVecQ8: Vec not prepared with PrepareQ8")
+	}
+	k.runMV(k.f.qmvQ8, y, m, v)
+}
+
+func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
+	k.mv = qmvTask{rows: rows, y: y, m: m, v: v}
+	k.pool.RunTask((m.Out+rowBlock-1)/rowBlock, &k.mv)
+	k.mv = qmvTask{}
+}
+
+func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
+	if err := m.Check(); err != nil {
+		panic("cpu: " + err.Error())
+	}
+	if v.n != m.In || len(y) < m.Out {
+		panic(fmt.Sprintf("cpu: QMatVec: W [%d, %d], x [%d], y [%d]", m.Out, m.In, v.n, len(y)))
+	}
+}

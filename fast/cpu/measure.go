@@ -1,0 +1,101 @@
+package cpu
+
+import "time"
+
+// bandwidthBytes is the buffer MeasureReadBandwidth streams: 8× a 32 MiB last-level cache, so each
+// pass comes from DRAM.
+const bandwidthBytes = 256 << 20
+
+// MeasureReadBandwidth returns the streaming-read bandwidth in GB/s (1e9 bytes/s) that p's workers
+// reach together on a buffer much larger than the last-level cache: the best of several passes, each
+// summing every byte (workers take contiguous 1 MiB chunks). It allocates and fills the buffer
+// (≈0.2 s) and is meant for the bench command, once per run.
+func MeasureReadBandwidth(p *Pool) float64 {
+	buf := make([]uint64, bandwidthBytes/8)
+	for i := range buf {
+		buf[i] = uint64(i) * 0x9e3779b97f4a7c15 // touch every page so reads do not hit the zero page
+	}
+	return readBandwidth(p, New(p).f.readSum, buf, 4)
+}
+
+// readTask sums chunks of a buffer; the per-worker sums keep the reads from being optimized away.
+type readTask struct {
+	sum  func([]uint64) uint64
+	buf  []uint64
+	sink []uint64
+}
+
+// readChunk is one task item of the bandwidth reader: 1 MiB.
+const readChunk = 1 << 17 // uint64 words
+
+func (t *readTask) Do(w, lo, hi int) {
+	for c := lo; c < hi; c++ {
+		t.sink[w*8] += t.sum(t.buf[c*readChunk : (c+1)*readChunk])
+	}
+}
+
+func readBandwidth(p *Pool, sum func([]uint64) uint64, buf []uint64, passes int) float64 {
+	t := &readTask{sum: sum, buf: buf, sink: make([]uint64, 8*p.Workers())}
+	best := 0.0
+	for range passes + 1 { // the first pass warms the TLB and the workers
+		start := time.Now()
+		p.RunTask(len(buf)/readChunk, t)
+		gbs := float64(len(buf)/readChunk*readChunk*8) / time.Since(start).Seconds() / 1e9
+		best = max(best, gbs)
+	}
+	return best
+}
+
+// readSumPortable returns the wrapping sum of x (four independent chains).
+func readSumPortable(x []uint64) uint64 {
+	var s0, s1, s2, s3 uint64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i]
+		s1 += x[i+1]
+		s2 += x[i+2]
+		s3 += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// peakShape is the in-cache problem MeasurePeakFLOPs runs: a 4-bit [64, 2048] matrix (160 KB with
+// scales and biases) against 32 token rows (256 KB), small enough for each core's L2.
+const (
+	peakOut, peakIn, peakT = 64, 2048, 32
+)
+
+// MeasurePeakFLOPs returns the compute peak of the quantized kernels on k in GFLOP/s (2 flops per
+// multiply-add): the fused-dequantization mat-mat (QMatMat) on an in-cache problem, repeated for
+// about d, best of three. This is the prefill roofline's compute side. It allocates its inputs.
+func MeasurePeakFLOPs(k *Kernels, d time.Duration) float64 {
+	m := &QMat{Bits: 4, Out: peakOut, In: peakIn}
+	m.W = make([]byte, peakOut*m.RowBytes())
+	m.Scales = make([]uint16, peakOut*m.Groups())
+	m.Biases = make([]uint16, peakOut*m.Groups())
+	for i := range m.W {
+		m.W[i] = byte(i * 131)
+	}
+	for i := range m.Scales {
+		m.Scales[i], m.Biases[i] = ToBF16(0.01), ToBF16(-0.05)
+	}
+	x := make([]float32, peakT*peakIn)
+	for i := range x {
+		x[i] = float32(i%17) * 0.1
+	}
+	y := make([]float32, peakT*peakOut)
+	flops := 2.0 * peakT * peakOut * peakIn
+	best := 0.0
+	for range 3 {
+		n, start := 0, time.Now()
+		for time.Since(start) < d/3 {
+			k.QMatMat(y, m, x, peakT)
+			n++
+		}
+		best = max(best, flops*float64(n)/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}

@@ -1,0 +1,98 @@
+package cpu
+
+import "math"
+
+// The helpers below run on the calling goroutine: each touches at most a few hundred KB, less
+// than a pool hand-off is worth.
+
+// Dot returns Σ a_i·b_i in float32; len(b) must be at least len(a).
+func (k *Kernels) Dot(a, b []float32) float32 { return k.f.dot(a, b[:len(a)]) }
+
+// Axpy computes y += a·x; len(x) must be at least len(y).
+func (k *Kernels) Axpy(y []float32, a float32, x []float32) { k.f.axpy(y, a, x[:len(y)]) }
+
+// RMSNorm computes out: [n] = x: [n] · rsqrt(mean(x²) + eps) · w: [n] (the multiplier as stored,
+// 1+w already applied; model.md §4.2). out may alias x.
+func (k *Kernels) RMSNorm(out, x, w []float32, eps float32) {
+	n := len(x)
+	ss := k.f.dot(x, x)
+	inv := float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
+	for i, e := range x {
+		out[i] = e * inv * w[i]
+	}
+}
+
+// SiLUMul computes out: [n] = silu(gate: [n]) · up: [n] (SwiGLU), silu(g) = g/(1+e^-g).
+// out may alias gate or up.
+func (k *Kernels) SiLUMul(out, gate, up []float32) {
+	for i, g := range gate {
+		out[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// Softmax replaces x: [n] by softmax(x) (max-subtracted, float32).
+func (k *Kernels) Softmax(x []float32) {
+	m := float32(math.Inf(-1))
+	for _, e := range x {
+		m = max(m, e)
+	}
+	var s float32
+	for i, e := range x {
+		x[i] = float32(math.Exp(float64(e - m)))
+		s += x[i]
+	}
+	inv := 1 / s
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// TopK writes to idx: [k] the indices of the k largest values of x, largest first; equal values
+// keep ascending index order (torch.topk on the router is stable in practice). k <= len(x) and
+// idx needs len(idx) == k. It allocates nothing.
+func (k *Kernels) TopK(idx []int, x []float32) {
+	n := 0
+	for i, e := range x {
+		if n < len(idx) {
+			idx[n] = i
+			n++
+			sortInsertLast(idx[:n], x)
+			continue
+		}
+		if e > x[idx[n-1]] {
+			idx[n-1] = i
+			sortInsertLast(idx[:n], x)
+		}
+	}
+}
+
+// sortInsertLast moves the last index of idx into place so that x[idx] is descending and ties
+// stay in ascending index order.
+func sortInsertLast(idx []int, x []float32) {
+	j := len(idx) - 1
+	for j > 0 && x[idx[j]] > x[idx[j-1]] {
+		idx[j], idx[j-1] = idx[j-1], idx[j]
+		j--
+	}
+}
+
+func dotPortable(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func axpyPortable(y []float32, a float32, x []float32) {
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}

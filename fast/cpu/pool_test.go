@@ -1,0 +1,72 @@
+package cpu
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestPoolCoversRangeOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
+		defer p.Close()
+		for range 3 { // reuse the pool across jobs
+			n := rapid.IntRange(0, 1000).Draw(t, "n")
+			hits := make([]atomic.Int32, n)
+			p.Run(n, func(lo, hi int) {
+				if lo >= hi {
+					t.Errorf("empty chunk [%d, %d)", lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+			})
+			for i := range hits {
+				if h := hits[i].Load(); h != 1 {
+					t.Fatalf("n %d: item %d run %d times", n, i, h)
+				}
+			}
+		}
+	})
+}
+
+func TestPoolWorkerIndex(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	var busy [3]atomic.Int32
+	p.RunTask(300, taskOf(func(w, lo, hi int) {
+		if w < 0 || w >= 3 {
+			t.Errorf("worker index %d", w)
+			return
+		}
+		if busy[w].Add(1) != 1 {
+			t.Errorf("worker %d runs two chunks at once", w)
+		}
+		busy[w].Add(-1)
+	}))
+}
+
+type taskOf func(w, lo, hi int)
+
+func (f taskOf) Do(w, lo, hi int) { f(w, lo, hi) }
+
+// TestKernelsDoNotAllocate checks the decode-path promise: a mat-vec dispatch allocates nothing.
+func TestKernelsDoNotAllocate(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	for name, k := range variants(p) {
+		m := randQMat(newRand(1), 4, 300, 512)
+		v := NewVec(512)
+		x := randVec(newRand(2), 512)
+		y := make([]float32, 300)
+		allocs := testing.AllocsPerRun(20, func() {
+			v.PrepareQ8(x)
+			k.QMatVec(y, m, v)
+			k.QMatVecQ8(y, m, v)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per mat-vec", name, allocs)
+		}
+	}
+}

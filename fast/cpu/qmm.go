@@ -1,0 +1,119 @@
+package cpu
+
+import "fmt"
+
+// qmmRowBlock is the number of output rows dequantized together by the mat-mat: the block's
+// dequantized weights (qmmRowBlock × In float32, 32 KB at In = 2048) stay in L1/L2 while every
+// token row is multiplied with them.
+const qmmRowBlock = 4
+
+// qmmTask is the pool task of one quantized mat-mat; items are row blocks.
+type qmmTask struct {
+	k *Kernels
+	y []float32
+	m *QMat
+	x []float32
+	t int
+}
+
+func (t *qmmTask) Do(w, lo, hi int) {
+	k := t.k
+	k.f.qmm(t.y, t.m, t.x, t.t, k.buf[w], lo*qmmRowBlock, min(hi*qmmRowBlock, t.m.Out))
+}
+
+// QMatMat computes Y: [T, Out] = X: [T, In] · W: [Out, In]ᵀ for a 4- or 8-bit matrix: the prefill
+// product of several token rows with one (expert's) matrix. Each worker takes blocks of
+// qmmRowBlock output rows, dequantizes the block once (w = scale·q + bias in float32) into its
+// scratch, and multiplies every token row with it.
+func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
+	if err := m.Check(); err != nil {
+		panic("cpu: " + err.Error())
+	}
+	if t <= 0 || len(x) < t*m.In || len(y) < t*m.Out {
+		panic(fmt.Sprintf("cpu: QMatMat: W [%d, %d], x %d, y %d, T %d", m.Out, m.In, len(x), len(y), t))
+	}
+	if need := qmmRowBlock * m.In; len(k.buf[0]) < need {
+		for i := range k.buf {
+			k.buf[i] = make([]float32, need)
+		}
+	}
+	x = x[:t*m.In]
+	if k.simd {
+		// The SIMD dequantization writes each group in unpack order; permute X to match.
+		if len(k.xperm) < len(x) {
+			k.xperm = make([]float32, len(x))
+		}
+		xp := k.xperm[:len(x)]
+		for g := 0; g < len(x); g += GroupSize {
+			if m.Bits == 4 {
+				permute4(xp[g:g+GroupSize], x[g:g+GroupSize])
+			} else {
+				permute8(xp[g:g+GroupSize], x[g:g+GroupSize])
+			}
+		}
+		x = xp
+	}
+	k.mm = qmmTask{k: k, y: y, m: m, x: x, t: t}
+	k.pool.RunTask((m.Out+qmmRowBlock-1)/qmmRowBlock, &k.mm)
+	k.mm = qmmTask{}
+}
+
+// dequantRow writes row o of m, dequantized, in element order: dst[i] = scale·q_i + bias.
+func dequantRow(dst []float32, m *QMat, o int) {
+	groups, rb := m.Groups(), m.RowBytes()
+	row := m.W[o*rb : (o+1)*rb]
+	for g := range groups {
+		s, b := BF16(m.Scales[o*groups+g]), BF16(m.Biases[o*groups+g])
+		d := dst[g*GroupSize : (g+1)*GroupSize]
+		if m.Bits == 4 {
+			for j, p := range row[g*32 : g*32+32] {
+				d[2*j] = s*float32(p&15) + b
+				d[2*j+1] = s*float32(p>>4) + b
+			}
+		} else {
+			for j, p := range row[g*64 : g*64+64] {
+				d[j] = s*float32(p) + b
+			}
+		}
+	}
+}
+
+// qmmRowsPortable computes rows [lo, hi) of Y: [T, Out] = X: [T, In] · Wᵀ, dequantizing blocks of
+// qmmRowBlock rows into buf (qmmRowBlock × In).
+func qmmRowsPortable(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int) {
+	in := m.In
+	for o0 := lo; o0 < hi; o0 += qmmRowBlock {
+		n := min(qmmRowBlock, hi-o0)
+		for r := range n {
+			dequantRow(buf[r*in:(r+1)*in], m, o0+r)
+		}
+		for tt := range t {
+			xr := x[tt*in : (tt+1)*in]
+			for r := range n {
+				y[tt*m.Out+o0+r] = dotPortable(buf[r*in:(r+1)*in], xr)
+			}
+		}
+	}
+}
+
+// permute4 writes the 64 values of one group in 4-bit unpack order: word j of the group holds
+// elements 8j..8j+7, and nibble k of all 8 words is one vector, so dst[8k+j] = src[8j+k].
+func permute4(dst, src []float32) {
+	for k := range 8 {
+		for j := range 8 {
+			dst[k*8+j] = src[8*j+k]
+		}
+	}
+}
+
+// permute8 is permute4 for 8-bit words: each 32-byte half h holds 8 words of 4 elements, and
+// byte k of the 8 words is one vector, so dst[32h+8k+j] = src[32h+4j+k].
+func permute8(dst, src []float32) {
+	for h := range 2 {
+		for k := range 4 {
+			for j := range 8 {
+				dst[h*32+k*8+j] = src[32*h+4*j+k]
+			}
+		}
+	}
+}

@@ -1,0 +1,103 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// groupTable holds one row's per-group scales (row 0) and biases (row 1) as float32, padded for bcast.
+type groupTable [2][MaxIn/GroupSize + 4]float32
+
+// dequantRowSIMD writes row o of m dequantized (scale·q + bias, float32) into dst in unpack order
+// (permute4/permute8 order within each group). The scalar scale conversion runs first, in clean
+// YMM state.
+func dequantRowSIMD(dst []float32, m *QMat, o int, tb *groupTable) {
+	groups, rb := m.Groups(), m.RowBytes()
+	archsimd.ClearAVXUpperBits()
+	for g := range groups {
+		tb[0][g] = BF16(m.Scales[o*groups+g])
+		tb[1][g] = BF16(m.Biases[o*groups+g])
+	}
+	row := unsafe.Pointer(unsafe.SliceData(m.W[o*rb : (o+1)*rb]))
+	pd := unsafe.Pointer(unsafe.SliceData(dst[:m.In]))
+	if m.Bits == 4 {
+		mask, c4 := archsimd.BroadcastUint32x8(0xF), archsimd.BroadcastUint32x8(4)
+		for g := range groups {
+			s, b := bcast(unsafe.Pointer(&tb[0][g])), bcast(unsafe.Pointer(&tb[1][g]))
+			q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(row, g*32)))
+			d := unsafe.Add(pd, 4*g*GroupSize)
+			for k := range 8 {
+				q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(s, b).Store((*[8]float32)(unsafe.Add(d, 32*k)))
+				q = q.ShiftRight(c4)
+			}
+		}
+		return
+	}
+	mask, c8 := archsimd.BroadcastUint32x8(0xFF), archsimd.BroadcastUint32x8(8)
+	for g := range groups {
+		s, b := bcast(unsafe.Pointer(&tb[0][g])), bcast(unsafe.Pointer(&tb[1][g]))
+		for h := range 2 {
+			q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(row, g*64+32*h)))
+			d := unsafe.Add(pd, 4*(g*GroupSize+32*h))
+			for k := range 4 {
+				q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(s, b).Store((*[8]float32)(unsafe.Add(d, 32*k)))
+				q = q.ShiftRight(c8)
+			}
+		}
+	}
+}
+
+// qmmRowsSIMD computes rows [lo, hi) of Y: [T, Out] = X: [T, In] · Wᵀ, X in unpack order.
+// Thread mapping: one worker per range of 4-row blocks. Per block: dequantize the 4 rows into buf
+// (4 × In float32, L1/L2-resident), then a 4-row × 2-token register tile (8 accumulators, 6 loads
+// per 8 FMAs) runs over In for each pair of tokens; the 8 sums leave as one vector.
+func qmmRowsSIMD(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int) {
+	in, out := m.In, m.Out
+	px := unsafe.Pointer(unsafe.SliceData(x))
+	var tb groupTable
+	for o0 := lo; o0 < hi; o0 += qmmRowBlock {
+		n := min(qmmRowBlock, hi-o0)
+		for j := range n {
+			dequantRowSIMD(buf[j*in:(j+1)*in], m, o0+j, &tb)
+		}
+		tt := 0
+		if n == qmmRowBlock {
+			pw := unsafe.Pointer(unsafe.SliceData(buf[:4*in]))
+			for ; tt+2 <= t; tt += 2 {
+				tile4x2(pw, in, unsafe.Add(px, 4*tt*in), unsafe.Add(px, 4*(tt+1)*in),
+					(*[4]float32)(y[tt*out+o0:]), (*[4]float32)(y[(tt+1)*out+o0:]))
+			}
+		}
+		for ; tt < t; tt++ {
+			for j := range n {
+				y[tt*out+o0+j] = dotSIMD(buf[j*in:(j+1)*in], x[tt*in:(tt+1)*in])
+			}
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// tile4x2 computes y0[r] = Σ_i w_r[i]·x0[i] and y1[r] = Σ_i w_r[i]·x1[i] for the 4 dequantized rows
+// w_r = pw[r·in:] (in a multiple of 8): 8 accumulators, 6 loads per 8 FMAs. It is a separate small
+// function so that the compiler keeps every accumulator in a register.
+func tile4x2(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float32) {
+	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x8
+	for i := 0; i < 4*in; i += 32 {
+		a, b := f32x8(unsafe.Add(x0, i)), f32x8(unsafe.Add(x1, i))
+		w := f32x8(unsafe.Add(pw, i))
+		c00, c01 = w.MulAdd(a, c00), w.MulAdd(b, c01)
+		w = f32x8(unsafe.Add(pw, 4*in+i))
+		c10, c11 = w.MulAdd(a, c10), w.MulAdd(b, c11)
+		w = f32x8(unsafe.Add(pw, 8*in+i))
+		c20, c21 = w.MulAdd(a, c20), w.MulAdd(b, c21)
+		w = f32x8(unsafe.Add(pw, 12*in+i))
+		c30, c31 = w.MulAdd(a, c30), w.MulAdd(b, c31)
+	}
+	r := [8]archsimd.Float32x8{}
+	r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] = c00, c10, c20, c30, c01, c11, c21, c31
+	s := reduce8(&r)
+	s.GetLo().Store(y0)
+	s.GetHi().Store(y1)
+}

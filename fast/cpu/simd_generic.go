@@ -1,0 +1,9 @@
+//go:build !(goexperiment.simd && amd64)
+
+package cpu
+
+// haveSIMD is false: this build has no archsimd kernels (plain go build, or not amd64).
+func haveSIMD() bool { return false }
+
+// simdImpl is never called when haveSIMD is false.
+func simdImpl() impl { return portableImpl() }
