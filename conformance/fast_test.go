@@ -2,11 +2,13 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/lily-engine/lily/fast"
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
@@ -19,10 +21,14 @@ import (
 // range per layer on these small models.
 const fastLogitTol = 1e-4
 
-// openTiny writes the tiny synthetic checkpoint in layout ("hf" or "mlx") and opens it.
-func openTiny(t *testing.T, layout string) *checkpoint.Checkpoint {
+// openTiny writes a tiny synthetic checkpoint in layout ("hf" or "mlx") and opens it. group is the
+// quantization group: 64 (the real one, which the fast/cpu kernels take) or 32 (plain loops).
+func openTiny(t *testing.T, layout string, group int) *checkpoint.Checkpoint {
 	t.Helper()
 	d := checkpointtest.Tiny()
+	if group == 64 {
+		d.I, d.Is, d.GroupSize = 64, 64, 64
+	}
 	dir := t.TempDir()
 	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 7); err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func backends(t *testing.T, ck *checkpoint.Checkpoint) (engine.Backend, engine.B
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := fast.New(ck.Weights, nil, 4096)
+	fm, err := fast.New(ck.Weights, cpu.New(cpu.NewPool(2)), 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +77,12 @@ func maxRelDiff(a, b []float32) float64 {
 // TestFastMatchesRef runs prefill (crossing the 64-token chunk) then several decode steps on both
 // backends and compares every logit, for both checkpoint layouts.
 func TestFastMatchesRef(t *testing.T) {
-	for _, layout := range []string{"mlx", "hf"} {
-		t.Run(layout, func(t *testing.T) {
-			ck := openTiny(t, layout)
+	for _, c := range []struct {
+		layout string
+		group  int
+	}{{"mlx", 64}, {"hf", 64}, {"mlx", 32}} {
+		t.Run(fmt.Sprintf("%s-g%d", c.layout, c.group), func(t *testing.T) {
+			ck := openTiny(t, c.layout, c.group)
 			rb, fb := backends(t, ck)
 			ctx := context.Background()
 			rs, _ := rb.NewSession()
@@ -110,7 +119,7 @@ func TestFastMatchesRef(t *testing.T) {
 // TestFastTeacherForced is the whole-model budget of issue 6: top-1 agreement ≥ 99% and
 // |Δ perplexity| ≤ 0.5% against ref, teacher-forced on the same tokens.
 func TestFastTeacherForced(t *testing.T) {
-	ck := openTiny(t, "mlx")
+	ck := openTiny(t, "mlx", 64)
 	rb, fb := backends(t, ck)
 	r, err := fidelity.Compare(context.Background(), rb, fb, randomTokens(150, rb.VocabSize(), 9))
 	if err != nil {
@@ -123,7 +132,7 @@ func TestFastTeacherForced(t *testing.T) {
 
 // TestFastSnapshotRestore checks that a restored session continues exactly like the original.
 func TestFastSnapshotRestore(t *testing.T) {
-	ck := openTiny(t, "mlx")
+	ck := openTiny(t, "mlx", 64)
 	_, fb := backends(t, ck)
 	ctx := context.Background()
 	s, _ := fb.NewSession()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"math"
 
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // decodeBufs are the decode plan's fixed buffers, allocated once per session.
@@ -52,8 +54,47 @@ func newDecodeBufs(m *Model) *decodeBufs {
 	return b
 }
 
-// vecs runs the gathered mat-vecs in b.jobs in one parallel dispatch over all their rows.
-func (m *Model) vecs(jobs []vecJob) {
+// vecs runs gathered mat-vecs. On the fast/cpu kernels each runs split across the pool, and each
+// distinct input vector is prepared (group sums, SIMD order) once for all the matrices that read
+// it; with plain loops they run as one dispatch over all their rows.
+func (s *Session) vecs(jobs []vecJob) {
+	m := s.m
+	if m.k == nil {
+		m.plainVecs(jobs)
+		return
+	}
+	var last []float32
+	var v *cpu.Vec
+	for _, j := range jobs {
+		x := j.x[:j.w.in]
+		switch {
+		case j.w.q != nil:
+			if last == nil || len(last) != len(x) || &last[0] != &x[0] {
+				v = s.vec(len(x))
+				v.Prepare(x)
+				last = x
+			}
+			m.k.QMatVec(j.y[:j.w.out], j.w.q, v)
+		case j.w.dtype == safetensors.BF16:
+			m.k.BF16MatVec(j.y[:j.w.out], u16(j.w.w), j.w.out, j.w.in, x)
+		default:
+			m.plainVecs([]vecJob{j})
+		}
+	}
+}
+
+// vec returns the session's prepared-input buffer for inputs of length n.
+func (s *Session) vec(n int) *cpu.Vec {
+	v, ok := s.vecBufs[n]
+	if !ok {
+		v = cpu.NewVec(n)
+		s.vecBufs[n] = v
+	}
+	return v
+}
+
+// plainVecs runs the mat-vecs with the plain loops in one parallel dispatch over all their rows.
+func (m *Model) plainVecs(jobs []vecJob) {
 	total := 0
 	for _, j := range jobs {
 		total += j.w.out
@@ -94,7 +135,7 @@ func (s *Session) decodeStep(ctx context.Context) error {
 		}
 	}
 	rmsNorm(b.h, m.final, b.a, m.eps())
-	m.vecs(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))
+	s.vecs(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))
 	s.pos++
 	return nil
 }
@@ -102,7 +143,7 @@ func (s *Session) decodeStep(ctx context.Context) error {
 // gdnDecode: b.r = GDN(b.a) for one token, updating the conv and recurrent state.
 func (s *Session) gdnDecode(li int, l *layer) {
 	m, b, d := s.m, s.dec, &s.m.gdn
-	m.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
+	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
 	conv := s.conv[li]
 	m.run.Run(d.c, func(lo, hi int) { convStep(d, l.conv, conv, b.qkv, b.u, lo, hi) })
 	normQK(d, b.u, m.qkScale())
@@ -115,7 +156,7 @@ func (s *Session) gdnDecode(li int, l *layer) {
 			gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], m.eps())
 		}
 	})
-	m.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
+	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
 }
 
 // normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
@@ -134,7 +175,7 @@ func normQK(d *gdnDims, u []float32, s float32) {
 func (s *Session) attnDecode(li int, l *layer) {
 	m, b, c := s.m, s.dec, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
-	m.vecs(append(b.jobs[:0], vecJob{l.q, b.a, b.q2}, vecJob{l.k, b.a, b.kk}, vecJob{l.v, b.a, b.vv}))
+	s.vecs(append(b.jobs[:0], vecJob{l.q, b.a, b.q2}, vecJob{l.k, b.a, b.kk}, vecJob{l.v, b.a, b.vv}))
 	for h := 0; h < hq; h++ {
 		q := b.qh[h*hd : (h+1)*hd]
 		rmsNorm(b.q2[h*2*hd:h*2*hd+hd], l.qn, q, m.eps())
@@ -153,7 +194,7 @@ func (s *Session) attnDecode(li int, l *layer) {
 	for i, g := range b.gate {
 		b.ao[i] *= sigmoid(g)
 	}
-	m.vecs(append(b.jobs[:0], vecJob{l.o, b.ao, b.r}))
+	s.vecs(append(b.jobs[:0], vecJob{l.o, b.ao, b.r}))
 }
 
 // attnSplit is the key count each split of a decode attention covers: long contexts are split
@@ -224,16 +265,16 @@ func attend(run Runner, q, k, v []float32, n, hq, hkv, hd, _ int, part *[]float3
 // moeDecode: b.r = MoE(b.a) — router top-k, the k experts and the shared expert gathered in one
 // dispatch for gate/up and one for down, then the weighted sum.
 func (s *Session) moeDecode(l *layer) {
-	m, b := s.m, s.dec
+	b := s.dec
 	k := len(b.ids)
-	m.vecs(append(b.jobs[:0], vecJob{l.router, b.a, b.rl}, vecJob{l.seg, b.a, b.sgate}))
+	s.vecs(append(b.jobs[:0], vecJob{l.router, b.a, b.rl}, vecJob{l.seg, b.a, b.sgate}))
 	route(b.rl, b.ids, b.wts)
 	jobs := b.jobs[:0]
 	for j, e := range b.ids {
 		jobs = append(jobs, vecJob{l.gate[e], b.a, b.eg[j]}, vecJob{l.up[e], b.a, b.eu[j]})
 	}
 	jobs = append(jobs, vecJob{l.sg, b.a, b.eg[k]}, vecJob{l.su, b.a, b.eu[k]})
-	m.vecs(jobs)
+	s.vecs(jobs)
 	jobs = jobs[:0]
 	for j, e := range b.ids {
 		swiglu(b.eg[j][:l.gate[e].out], b.eu[j])
@@ -241,7 +282,7 @@ func (s *Session) moeDecode(l *layer) {
 	}
 	swiglu(b.eg[k][:l.sg.out], b.eu[k])
 	jobs = append(jobs, vecJob{l.sd, b.eg[k], b.ed[k]})
-	m.vecs(jobs)
+	s.vecs(jobs)
 	sg := sigmoid(b.sgate[0])
 	for i := range b.r {
 		acc := sg * b.ed[k][i]

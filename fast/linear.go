@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/safetensors"
 )
@@ -20,6 +21,7 @@ type mat struct {
 	scales  []uint16 // quantized: [Out, In/group] bf16
 	biases  []uint16
 	dtype   safetensors.DType // dense element type: BF16, F16 or F32
+	q       *cpu.QMat         // the same quantized view for the fast/cpu kernels (nil when dense)
 }
 
 // view resolves expert e (0 for a plain matrix) of m.
@@ -42,6 +44,12 @@ func view(m *checkpoint.Matrix, e int) (*mat, error) {
 		v.w = m.W.Data[first*rb : (first+m.Out)*rb]
 		v.scales = u16(m.Scales.Data)[first*ng : (first+m.Out)*ng]
 		v.biases = u16(m.Biases.Data)[first*ng : (first+m.Out)*ng]
+		if m.GroupSize == cpu.GroupSize { // other group sizes run on the plain loops
+			v.q = &cpu.QMat{Bits: m.Bits, Out: m.Out, In: m.In, W: v.w, Scales: v.scales, Biases: v.biases}
+			if err := v.q.Check(); err != nil {
+				return nil, fmt.Errorf("fast: %s: %w", m.Name, err)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("fast: %s: %d-bit weights unsupported", m.Name, m.Bits)
 	}

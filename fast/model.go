@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
@@ -34,6 +35,7 @@ func (Serial) Run(n int, fn func(lo, hi int)) {
 type Model struct {
 	cfg    *checkpoint.Config
 	run    Runner
+	k      *cpu.Kernels // nil: the plain Go loops in linear.go
 	embed  *mat
 	lmHead *mat
 	final  []float32
@@ -56,13 +58,28 @@ type layer struct {
 	sg, su, sd, seg   *mat
 }
 
-// New prepares w for the fast plans. run executes the parallel loops (use a fixed pool).
-// maxCtx bounds a session's length (0 means the config's max_position_embeddings).
-func New(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
-	c := w.Config
+// New prepares w for the fast plans on the CPU kernels k (their pool also runs the plans' other
+// parallel loops). maxCtx bounds a session's length (0 means the config's max_position_embeddings).
+func New(w *checkpoint.Weights, k *cpu.Kernels, maxCtx int) (*Model, error) {
+	m, err := newModel(w, k.Pool(), maxCtx)
+	if err != nil {
+		return nil, err
+	}
+	m.k = k
+	return m, nil
+}
+
+// NewPlain prepares w for the fast plans with plain Go loops instead of the fast/cpu kernels, run
+// by run (nil: serially). It is the kernels' oracle inside this package and a fallback.
+func NewPlain(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
 	if run == nil {
 		run = Serial{}
 	}
+	return newModel(w, run, maxCtx)
+}
+
+func newModel(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
+	c := w.Config
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}

@@ -25,9 +25,29 @@ type mulJob struct {
 	yStride int
 }
 
-// muls runs the gathered mat-mats in one parallel dispatch over all their output rows; each weight
-// row is dequantized once and reused for every token row.
-func (m *Model) muls(jobs ...mulJob) {
+// muls runs gathered mat-mats: quantized ones on the fast/cpu grouped GEMM (dequantization fused
+// into the tile loads), the rest with the plain loops. Every job's output stride is its row count.
+func (s *Session) muls(jobs ...mulJob) {
+	m := s.m
+	if m.k == nil {
+		m.plainMuls(jobs...)
+		return
+	}
+	for _, j := range jobs {
+		if j.rows == 0 {
+			continue
+		}
+		if j.w.q != nil && j.yStride == j.w.out {
+			m.k.QMatMat(j.y[:j.rows*j.w.out], j.w.q, j.x[:j.rows*j.w.in], j.rows)
+			continue
+		}
+		m.plainMuls(j)
+	}
+}
+
+// plainMuls runs the mat-mats with the plain loops in one parallel dispatch over all their output
+// rows; each weight row is dequantized once and reused for every token row.
+func (m *Model) plainMuls(jobs ...mulJob) {
 	total, maxIn := 0, 0
 	for _, j := range jobs {
 		total += j.w.out
@@ -80,13 +100,13 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 	normRows(x, m.final, a, t, hs, m.eps())
 	v := c.VocabSize
 	if each == nil {
-		m.vecs(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
+		s.vecs(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
 		return s.dec.logits, nil
 	}
 	y := make([]float32, logitRows*v)
 	for i0 := 0; i0 < t; i0 += logitRows {
 		n := min(logitRows, t-i0)
-		m.muls(mulJob{m.lmHead, a[i0*hs:], n, y, v})
+		s.muls(mulJob{m.lmHead, a[i0*hs:], n, y, v})
 		for i := 0; i < n; i++ {
 			if err := each(off+i0+i, y[i*v:(i+1)*v]); err != nil {
 				return nil, err
@@ -117,7 +137,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 	z := make([]float32, t*vd)
 	bb := make([]float32, t*d.hv)
 	aa := make([]float32, t*d.hv)
-	m.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
+	s.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
 	conv := s.conv[li]
 	m.run.Run(d.c, func(lo, hi int) {
 		tmp := make([]float32, t+d.k)
@@ -141,7 +161,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 			}
 		}
 	})
-	m.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
+	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
 }
 
 // attnPrefill: r = gated causal attention of a for t tokens at positions s.pos.., appending them
@@ -153,7 +173,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	q2 := make([]float32, t*2*qw)
 	kk := make([]float32, t*kw)
 	vv := make([]float32, t*kw)
-	m.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
+	s.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
 	qh := make([]float32, t*qw)
 	gate := make([]float32, t*qw)
 	for i := 0; i < t; i++ {
@@ -202,18 +222,18 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 			}
 		}
 	})
-	m.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
+	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
 }
 
 // moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
 // sort), one gathered GEMM per expert for gate/up and for down, then the weighted scatter-add;
 // the shared expert as a GEMM over all tokens.
 func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
-	m, c := s.m, s.m.cfg
+	c := s.m.cfg
 	hs, e, k := c.HiddenSize, c.NumExperts, c.NumExpertsPerTok
 	rl := make([]float32, t*e)
 	seg := make([]float32, t)
-	m.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
+	s.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
 	ids := make([]int, t*k)
 	wts := make([]float32, t*k)
 	count := make([]int, e+1)
@@ -235,9 +255,9 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 	is := c.SharedIntermediate
 	sgv := make([]float32, t*is)
 	suv := make([]float32, t*is)
-	m.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
+	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
 	swiglu(sgv, suv)
-	m.muls(mulJob{l.sd, sgv, t, r, hs})
+	s.muls(mulJob{l.sd, sgv, t, r, hs})
 	for i := 0; i < t; i++ {
 		g := sigmoid(seg[i])
 		for j := 0; j < hs; j++ {
@@ -259,9 +279,9 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 			tok := slot / k
 			copy(xe[j*hs:(j+1)*hs], a[tok*hs:(tok+1)*hs])
 		}
-		m.muls(mulJob{l.gate[x], xe, n, ge, in}, mulJob{l.up[x], xe, n, ue, in})
+		s.muls(mulJob{l.gate[x], xe, n, ge, in}, mulJob{l.up[x], xe, n, ue, in})
 		swiglu(ge[:n*in], ue)
-		m.muls(mulJob{l.down[x], ge, n, de, hs})
+		s.muls(mulJob{l.down[x], ge, n, de, hs})
 		for j, slot := range slots {
 			tok := slot / k
 			axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])

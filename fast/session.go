@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 )
@@ -20,13 +21,15 @@ type Session struct {
 	vc   [][]float32 // per layer (attention only): [cap, Hkv*D]
 	dec  *decodeBufs
 	scr  []*gdnScratch
+
+	vecBufs map[int]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 }
 
 // NewSession returns an empty sequence.
 func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), nil }
 
 func (m *Model) newSession() *Session {
-	s := &Session{m: m}
+	s := &Session{m: m, vecBufs: map[int]*cpu.Vec{}}
 	n := len(m.layers)
 	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
 	s.kc, s.vc = make([][]float32, n), make([][]float32, n)

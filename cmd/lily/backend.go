@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/fast"
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/ref"
@@ -53,7 +54,7 @@ func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int
 		if device != "" && device != "cpu" {
 			return nil, fmt.Errorf("--device %s is not available in this build", device)
 		}
-		return fast.New(ck.Weights, fast.Serial{}, ctxSize)
+		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), ctxSize)
 	}
 	return nil, fmt.Errorf("unknown backend %q (want ref or fast)", backend)
 }
