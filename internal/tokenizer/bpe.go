@@ -1,7 +1,5 @@
 package tokenizer
 
-import "container/heap"
-
 // merge is one BPE merge rule: the pair it joins has this rank (lower merges first) and makes token id.
 type merge struct {
 	rank int32
@@ -27,26 +25,66 @@ type symbol struct {
 	dead       bool  // merged into its left neighbour
 }
 
-// candidate is a possible merge of the symbol at pos with its right neighbour.
+// candidate is a possible merge of the symbol at pos (id a) with its right neighbour (id b) into id.
 type candidate struct {
-	rank, pos, id int32
+	rank, pos, a, b, id int32
 }
 
-// candidates is a min-heap by (rank, pos): the lowest rank merges first, the leftmost on ties, as in
-// Hugging Face's BPE.
+// candidates is a binary min-heap by (rank, pos): the lowest rank merges first, the leftmost on ties,
+// as in Hugging Face's BPE. It is written out (not container/heap) to avoid boxing each entry.
 type candidates []candidate
 
-func (h candidates) Len() int { return len(h) }
-func (h candidates) Less(i, j int) bool {
-	return h[i].rank < h[j].rank || h[i].rank == h[j].rank && h[i].pos < h[j].pos
+func (c candidate) before(d candidate) bool {
+	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
 }
-func (h candidates) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candidates) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *candidates) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
+
+func (h *candidates) push(c candidate) {
+	q := append(*h, c)
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+	*h = q
+}
+
+func (h *candidates) pop() candidate {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	q.down(0)
+	*h = q
+	return top
+}
+
+func (h candidates) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h candidates) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // scratch is per-call working memory for encoding; it is never shared between goroutines.
@@ -92,33 +130,34 @@ func (m *bpe) merge(out []int32, word string, sc *scratch) []int32 {
 	q := sc.queue[:0]
 	for i := 0; i+1 < len(syms); i++ {
 		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			q = append(q, candidate{rank: mg.rank, pos: int32(i), id: mg.id})
+			q = append(q, candidate{mg.rank, int32(i), syms[i].id, syms[i+1].id, mg.id})
 		}
 	}
-	heap.Init(&q)
-	for q.Len() > 0 {
-		c := heap.Pop(&q).(candidate)
+	q.init()
+	for len(q) > 0 {
+		c := q.pop()
 		left := &syms[c.pos]
 		if left.dead || left.next < 0 {
 			continue
 		}
 		right := &syms[left.next]
-		// The pair may have changed since c was queued; merge only if it still makes c.id.
-		if mg, ok := m.merges[pairKey(left.id, right.id)]; !ok || mg.id != c.id {
-			continue
+		if left.id != c.a || right.id != c.b {
+			continue // the pair changed since c was queued
 		}
 		left.id = c.id
 		right.dead = true
 		left.next = right.next
 		if left.next >= 0 {
 			syms[left.next].prev = c.pos
-			if mg, ok := m.merges[pairKey(left.id, syms[left.next].id)]; ok {
-				heap.Push(&q, candidate{rank: mg.rank, pos: c.pos, id: mg.id})
+			b := syms[left.next].id
+			if mg, ok := m.merges[pairKey(left.id, b)]; ok {
+				q.push(candidate{mg.rank, c.pos, left.id, b, mg.id})
 			}
 		}
 		if left.prev >= 0 {
-			if mg, ok := m.merges[pairKey(syms[left.prev].id, left.id)]; ok {
-				heap.Push(&q, candidate{rank: mg.rank, pos: left.prev, id: mg.id})
+			a := syms[left.prev].id
+			if mg, ok := m.merges[pairKey(a, left.id)]; ok {
+				q.push(candidate{mg.rank, left.prev, a, left.id, mg.id})
 			}
 		}
 	}
