@@ -10,11 +10,7 @@
 // StreamDecoder does the same token by token without ever splitting a character.
 package tokenizer
 
-import (
-	"fmt"
-
-	"golang.org/x/text/unicode/norm"
-)
+import "fmt"
 
 // Tokenizer encodes text to token ids and back. It is immutable after Load or Parse and safe for
 // concurrent use.
@@ -84,8 +80,8 @@ func (t *Tokenizer) encodeNormalized(out []int32, s string, sc *scratch) []int32
 	if s == "" {
 		return out
 	}
-	if t.nfc && !norm.NFC.IsNormalString(s) {
-		s = norm.NFC.String(s)
+	if t.nfc {
+		s = nfc(s)
 	}
 	if t.normAdded.empty() {
 		return t.encodeSpan(out, s, sc)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,11 +15,23 @@ import (
 	"github.com/lily-engine/lily/internal/tokenizer"
 )
 
-func tinyJSON(t testing.TB) []byte {
+func tinyJSON(t testing.TB) []byte { return readTokenizerJSON(t, "qwen36-tiny") }
+
+// readTokenizerJSON returns a fixture tokenizer.json, gunzipped where it is stored gzipped.
+func readTokenizerJSON(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(fixtureDir, tokenizerFiles["qwen36-tiny"]))
+	data, err := os.ReadFile(filepath.Join(fixtureDir, tokenizerFiles[name]))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.HasSuffix(tokenizerFiles[name], ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return data
 }
