@@ -77,7 +77,13 @@ func FuzzRoundTrip(f *testing.F) {
 				}
 				continue
 			}
-			if want := nfcOutsideAddedTokens(s, k.added); got != want {
+			want := nfcOutsideAddedTokens(s, k.added)
+			if strings.Count(want, "\u034f") != strings.Count(s, "\u034f") {
+				// x/text, the oracle here, breaks runs of over 30 combining marks with U+034F; true NFC
+				// (and Hugging Face) does not. The goldens check such text against the reference.
+				return
+			}
+			if got != want {
 				t.Fatalf("%s: Decode(Encode(%+q)) = %+q; want %+q", k.name, s, got, want)
 			}
 		}

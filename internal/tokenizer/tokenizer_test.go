@@ -286,3 +286,32 @@ func gpt2Rune(b byte) rune {
 	}
 	return rune(0x100 + n)
 }
+
+// TestIgnoreMerges checks the ignore_merges option: a pre-token found whole in the vocabulary is one token
+// even when no merges lead to it.
+func TestIgnoreMerges(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(tinyJSON(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	mod := m["model"].(map[string]any)
+	const word = "Ġzqxjv" // " zqxjv" in the byte-level alphabet; no merge makes it
+	vocab := mod["vocab"].(map[string]any)
+	newID := len(vocab) + 1000
+	vocab[word] = newID
+	for _, ignore := range []bool{false, true} {
+		mod["ignore_merges"] = ignore
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := tokenizer.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tk.Encode(" zqxjv")
+		if whole := len(got) == 1 && got[0] == int32(newID); whole != ignore {
+			t.Errorf("ignore_merges %v: Encode = %v", ignore, got)
+		}
+	}
+}
