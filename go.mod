@@ -3,7 +3,7 @@ module github.com/lily-engine/lily
 go 1.26.8
 
 require (
-	github.com/spf13/pflag v1.1.0 // indirect
+	github.com/spf13/pflag v1.1.0
 	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/text v0.44.0
 	pgregory.net/rapid v1.3.0 // indirect
