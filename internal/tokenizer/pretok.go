@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -125,14 +126,14 @@ func (sp splitter) next(s string, i int) int {
 	if lastNL >= 0 {
 		return lastNL + 1
 	}
-	// \s+(?!\S) : the whole run at the end of text, else all but its last character.
-	if end == len(s) || last > i {
-		if end == len(s) {
-			return end
-		}
+	// \s+(?!\S) : the whole run at the end of the text, else the run less its last character.
+	if end == len(s) {
+		return end
+	}
+	if last > i {
 		return last
 	}
-	// \s+
+	// \s+ : a single whitespace character before a non-space.
 	return end
 }
 
@@ -156,32 +157,28 @@ func (sp splitter) run(s string, j int, in func(rune) bool) int {
 }
 
 // contraction returns the length of the contraction suffix (s, t, re, ve, m, ll, d in any case) that
-// starts s, or 0. The reference engine folds case with Unicode rules, so 'ſ' (U+017F) matches 's'.
+// starts s, or 0. The reference engine folds case with Unicode rules, so 'ſ' (U+017F) matches 's' too.
 func contraction(s string) int {
-	lower := func(k int) byte {
-		if k < len(s) {
+	if strings.HasPrefix(s, "ſ") {
+		return len("ſ")
+	}
+	lower := func(k int) byte { // s[k] in lower case if it is an ASCII letter, else 0
+		if k < len(s) && (s[k]|0x20) >= 'a' && (s[k]|0x20) <= 'z' {
 			return s[k] | 0x20
 		}
 		return 0
 	}
-	if len(s) >= 2 && s[0] == 0xc5 && s[1] == 0xbf { // ſ, whose case fold is 's'
-		return 2
-	}
 	switch lower(0) {
 	case 's', 't', 'm', 'd':
-		if c := s[0]; c|0x20 >= 'a' && c|0x20 <= 'z' {
-			return 1
-		}
+		return 1
 	case 'r', 'v':
-		if c := s[0]; c|0x20 >= 'a' && c|0x20 <= 'z' && lower(1) == 'e' && isASCIILetter(s[1]) {
+		if lower(1) == 'e' {
 			return 2
 		}
 	case 'l':
-		if isASCIILetter(s[0]) && lower(1) == 'l' && isASCIILetter(s[1]) {
+		if lower(1) == 'l' {
 			return 2
 		}
 	}
 	return 0
 }
-
-func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
