@@ -112,7 +112,7 @@ func (t *Tokenizer) encodeSpan(out []int32, s string, sc *scratch) []int32 {
 
 // Decode returns the text of ids: the tokens' bytes concatenated, with each maximal invalid UTF-8 subpart
 // replaced by U+FFFD. With skipSpecial, added tokens marked special are left out. An id that no token has
-// is an error.
+// is an error (Hugging Face drops such ids silently).
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var b []byte
 	for _, id := range ids {
