@@ -12,7 +12,7 @@ import (
 )
 
 // maxID bounds token ids so that a corrupt file cannot make the loader allocate without limit.
-const maxID = 1 << 24
+const maxID = 1 << 20
 
 // file is the part of tokenizer.json that lily reads.
 type file struct {
