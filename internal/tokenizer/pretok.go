@@ -19,57 +19,84 @@ const (
 // semantics of the regex engine Hugging Face uses (Go's regexp has no lookahead). Every character is
 // matched by some alternative, so the pieces tile the text.
 type splitter struct {
-	marks bool // Qwen3.6: \p{M} joins letters and leaves the punctuation class
+	cls *classes
+	// Class masks of the pattern's sets; Qwen3.6 puts \p{M} in the letter run and out of punctuation.
+	wordIn    uint8 // \p{L}+ or [\p{L}\p{M}]+: in the set if any bit is set
+	punctOut  uint8 // [^\s\p{L}\p{N}]+ or [^\s\p{L}\p{M}\p{N}]+: in the set if no bit is set
+	prefixOut uint8 // [^\r\n\p{L}\p{N}]: in the set if no bit is set
 }
 
 func newSplitter(pattern string) (splitter, error) {
+	sp := splitter{cls: newClasses(), wordIn: clsLetter, punctOut: clsSpace | clsLetter | clsNumber,
+		prefixOut: clsNewline | clsLetter | clsNumber}
 	switch pattern {
 	case patternQwen2:
-		return splitter{marks: false}, nil
+		return sp, nil
 	case patternQwen36:
-		return splitter{marks: true}, nil
+		sp.wordIn |= clsMark
+		sp.punctOut |= clsMark
+		return sp, nil
 	}
 	return splitter{}, fmt.Errorf("pre-tokenizer: unknown Split regex %q (lily supports only the Qwen2/Qwen3 and Qwen3.6 patterns)", pattern)
 }
 
-// Character classes of the pattern.
-func isSpace(r rune) bool { // \s: White_Space, which is what the reference engine's \s is for Unicode
-	if r < utf8.RuneSelf {
-		return r == ' ' || r >= '\t' && r <= '\r'
+// Character classes of the pattern, as bits.
+const (
+	clsLetter  = 1 << iota // \p{L}
+	clsNumber              // \p{N}
+	clsMark                // \p{M}
+	clsSpace               // \s: White_Space, which is what the reference engine's \s means for Unicode
+	clsNewline             // \r or \n
+)
+
+// classes holds the class bits of every character of the Basic Multilingual Plane; others are looked up.
+type classes struct {
+	bmp [0x10000]uint8
+}
+
+func newClasses() *classes {
+	c := &classes{}
+	for r := range rune(len(c.bmp)) {
+		c.bmp[r] = classify(r)
 	}
-	return unicode.IsSpace(r)
+	return c
 }
 
-func isLetter(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r|0x20 >= 'a' && r|0x20 <= 'z'
+func classify(r rune) uint8 {
+	var b uint8
+	if unicode.IsLetter(r) {
+		b |= clsLetter
 	}
-	return unicode.IsLetter(r)
-}
-
-func isNumber(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r >= '0' && r <= '9'
+	if unicode.IsNumber(r) {
+		b |= clsNumber
 	}
-	return unicode.IsNumber(r)
+	if unicode.IsMark(r) {
+		b |= clsMark
+	}
+	if unicode.IsSpace(r) {
+		b |= clsSpace
+	}
+	if r == '\r' || r == '\n' {
+		b |= clsNewline
+	}
+	return b
 }
 
-func isMark(r rune) bool { return r >= 0x300 && unicode.IsMark(r) }
-
-// word reports whether r belongs to the letter run: \p{L}, or [\p{L}\p{M}] for Qwen3.6.
-func (sp splitter) word(r rune) bool { return isLetter(r) || sp.marks && isMark(r) }
-
-// punct reports whether r belongs to the punctuation run: [^\s\p{L}\p{N}], or [^\s\p{L}\p{M}\p{N}].
-func (sp splitter) punct(r rune) bool {
-	return !isSpace(r) && !isLetter(r) && !isNumber(r) && !(sp.marks && isMark(r))
+// at returns the first character of s, its width and its class bits (s not empty).
+func (c *classes) at(s string) (rune, int, uint8) {
+	if s[0] < utf8.RuneSelf {
+		return rune(s[0]), 1, c.bmp[s[0]]
+	}
+	r, w := utf8.DecodeRuneInString(s)
+	if r < 0x10000 {
+		return r, w, c.bmp[r]
+	}
+	return r, w, classify(r)
 }
-
-// wordPrefix reports whether r may stand before a letter run: [^\r\n\p{L}\p{N}] (marks included).
-func wordPrefix(r rune) bool { return r != '\r' && r != '\n' && !isLetter(r) && !isNumber(r) }
 
 // next returns the end of the piece that starts at s[i:] (i < len(s), s valid UTF-8).
 func (sp splitter) next(s string, i int) int {
-	r0, w0 := utf8.DecodeRuneInString(s[i:])
+	r0, w0, c0 := sp.cls.at(s[i:])
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
 	if r0 == '\'' {
 		if n := contraction(s[i+1:]); n > 0 {
@@ -77,50 +104,47 @@ func (sp splitter) next(s string, i int) int {
 		}
 	}
 	// [^\r\n\p{L}\p{N}]?\p{L}+ (with \p{M} in the run for Qwen3.6)
-	start := -1
-	if sp.word(r0) {
-		start = i
-	} else if wordPrefix(r0) && i+w0 < len(s) {
-		if r1, _ := utf8.DecodeRuneInString(s[i+w0:]); sp.word(r1) {
-			start = i + w0
+	if c0&sp.wordIn != 0 {
+		return sp.runIn(s, i+w0, sp.wordIn)
+	}
+	if c0&sp.prefixOut == 0 && i+w0 < len(s) {
+		if _, w1, c1 := sp.cls.at(s[i+w0:]); c1&sp.wordIn != 0 {
+			return sp.runIn(s, i+w0+w1, sp.wordIn)
 		}
 	}
-	if start >= 0 {
-		return sp.run(s, start, sp.word)
-	}
 	// \p{N}
-	if isNumber(r0) {
+	if c0&clsNumber != 0 {
 		return i + w0
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 	j := i
 	if r0 == ' ' && i+1 < len(s) {
-		if r1, _ := utf8.DecodeRuneInString(s[i+1:]); sp.punct(r1) {
+		if _, _, c1 := sp.cls.at(s[i+1:]); c1&sp.punctOut == 0 {
 			j = i + 1
 		}
 	}
-	if r, _ := utf8.DecodeRuneInString(s[j:]); sp.punct(r) {
-		j = sp.run(s, j, sp.punct)
+	if _, w, c := sp.cls.at(s[j:]); c&sp.punctOut == 0 {
+		j = sp.runOut(s, j+w, sp.punctOut)
 		for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
 			j++
 		}
 		return j
 	}
-	if !isSpace(r0) {
-		return i + w0 // unreachable: every other character is whitespace
-	}
-	// The whitespace run s[i:end] and the start of its last character.
+	// What is left is whitespace: the run s[i:end], the start of its last character and of its last newline.
 	end, last, lastNL := i, i, -1
 	for end < len(s) {
-		r, w := utf8.DecodeRuneInString(s[end:])
-		if !isSpace(r) {
+		_, w, c := sp.cls.at(s[end:])
+		if c&clsSpace == 0 {
 			break
 		}
-		if r == '\r' || r == '\n' {
+		if c&clsNewline != 0 {
 			lastNL = end
 		}
 		last = end
 		end += w
+	}
+	if end == i {
+		return i + w0 // unreachable: every character is in one of the sets above
 	}
 	// \s*[\r\n]+ : backtracking stops at the run's last newline.
 	if lastNL >= 0 {
@@ -137,18 +161,23 @@ func (sp splitter) next(s string, i int) int {
 	return end
 }
 
-// run returns the end of the run of characters from s[j:] that satisfy in.
-func (sp splitter) run(s string, j int, in func(rune) bool) int {
+// runIn returns the end of the run of characters from s[j:] with a class bit in mask.
+func (sp splitter) runIn(s string, j int, mask uint8) int {
 	for j < len(s) {
-		if c := s[j]; c < utf8.RuneSelf {
-			if !in(rune(c)) {
-				break
-			}
-			j++
-			continue
+		_, w, c := sp.cls.at(s[j:])
+		if c&mask == 0 {
+			break
 		}
-		r, w := utf8.DecodeRuneInString(s[j:])
-		if !in(r) {
+		j += w
+	}
+	return j
+}
+
+// runOut returns the end of the run of characters from s[j:] with no class bit in mask.
+func (sp splitter) runOut(s string, j int, mask uint8) int {
+	for j < len(s) {
+		_, w, c := sp.cls.at(s[j:])
+		if c&mask != 0 {
 			break
 		}
 		j += w
