@@ -268,6 +268,10 @@ func (t *Tokenizer) buildAdded(added []addedToken) error {
 			t.special[a.ID] = true
 		}
 		if a.Normalized {
+			// Matched against normalized text, so in normalized form, as Hugging Face does.
+			if t.nfc {
+				a.Content = nfc(a.Content)
+			}
 			norm = append(norm, a)
 		} else {
 			raw = append(raw, a)

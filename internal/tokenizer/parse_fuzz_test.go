@@ -17,8 +17,9 @@ func minimalJSON(t testing.TB, normalizer any) []byte {
 	}
 	vocab["Ġa"] = 256
 	f := map[string]any{
-		"added_tokens": []any{map[string]any{"id": 257, "content": "<|x|>", "special": true}},
-		"normalizer":   normalizer,
+		"added_tokens": []any{map[string]any{"id": 257, "content": "<|x|>", "special": true},
+			map[string]any{"id": 258, "content": "e\u0301!", "normalized": true}},
+		"normalizer": normalizer,
 		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
 			map[string]any{"type": "Split", "behavior": "Isolated", "invert": false, "pattern": map[string]any{
 				"Regex": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`}},
@@ -50,6 +51,20 @@ func TestNoNormalizer(t *testing.T) {
 		}
 		if n := len(ids); ids[n-1] != 257 || ids[n-2] != 256 {
 			t.Errorf("normalizer %v: ids %v; want the merge 256 and the added token 257 at the end", c.normalizer, ids)
+		}
+	}
+}
+
+// TestNormalizedAddedToken checks an added token with normalized: true: it is matched in the normalized
+// text, in its normalized form, so both spellings of "é!" find it.
+func TestNormalizedAddedToken(t *testing.T) {
+	tk, err := tokenizer.Parse(minimalJSON(t, map[string]any{"type": "NFC"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"a\u00e9!", "ae\u0301!"} {
+		if ids := tk.Encode(s); len(ids) != 2 || ids[1] != 258 {
+			t.Errorf("Encode(%+q) = %v; want the added token 258 last", s, ids)
 		}
 	}
 }
