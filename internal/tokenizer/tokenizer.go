@@ -10,7 +10,13 @@
 // StreamDecoder does the same token by token without ever splitting a character.
 package tokenizer
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnknownID is wrapped by the errors of Decode and StreamDecoder.Add for an id that no token has.
+var ErrUnknownID = errors.New("tokenizer: unknown token id")
 
 // Tokenizer encodes text to token ids and back. It is immutable after Load or Parse and safe for
 // concurrent use.
@@ -128,5 +134,5 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 }
 
 func (t *Tokenizer) idError(id int32) error {
-	return fmt.Errorf("tokenizer: no token has id %d (vocabulary size %d)", id, len(t.tokens))
+	return fmt.Errorf("%w %d (vocabulary size %d)", ErrUnknownID, id, len(t.tokens))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -209,12 +210,12 @@ func TestAccessors(t *testing.T) {
 func TestDecodeBadIDs(t *testing.T) {
 	tk := load(t, "qwen36-tiny")
 	for _, id := range []int32{-1, int32(tk.VocabSize()), 1 << 30} {
-		if s, err := tk.Decode([]int32{72, id}, false); err == nil {
-			t.Errorf("Decode with id %d = %q, no error", id, s)
+		if s, err := tk.Decode([]int32{72, id}, false); !errors.Is(err, tokenizer.ErrUnknownID) {
+			t.Errorf("Decode with id %d = %q, %v; want ErrUnknownID", id, s, err)
 		}
 		d := tk.NewDecoder(false)
-		if _, err := d.Add(id); err == nil {
-			t.Errorf("Add(%d): no error", id)
+		if _, err := d.Add(id); !errors.Is(err, tokenizer.ErrUnknownID) {
+			t.Errorf("Add(%d): %v; want ErrUnknownID", id, err)
 		}
 	}
 }
