@@ -2,6 +2,7 @@ package tokenizer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/tokenizer"
@@ -18,7 +19,8 @@ func minimalJSON(t testing.TB, normalizer any) []byte {
 	vocab["Ġa"] = 256
 	f := map[string]any{
 		"added_tokens": []any{map[string]any{"id": 257, "content": "<|x|>", "special": true},
-			map[string]any{"id": 258, "content": "e\u0301!", "normalized": true}},
+			map[string]any{"id": 258, "content": "e\u0301!", "normalized": true},
+			map[string]any{"id": 300, "content": "<|y|>"}}, // ids 259..299 have no token
 		"normalizer": normalizer,
 		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
 			map[string]any{"type": "Split", "behavior": "Isolated", "invert": false, "pattern": map[string]any{
@@ -66,6 +68,26 @@ func TestNormalizedAddedToken(t *testing.T) {
 		if ids := tk.Encode(s); len(ids) != 2 || ids[1] != 258 {
 			t.Errorf("Encode(%+q) = %v; want the added token 258 last", s, ids)
 		}
+	}
+}
+
+// TestIDHoles checks ids below VocabSize that no token has.
+func TestIDHoles(t *testing.T) {
+	tk, err := tokenizer.Parse(minimalJSON(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.VocabSize() != 301 {
+		t.Fatalf("VocabSize = %d; want 301", tk.VocabSize())
+	}
+	if tok, ok := tk.Token(280); ok {
+		t.Errorf("Token(280) = %q, true", tok)
+	}
+	if _, err := tk.Decode([]int32{97, 280}, false); !errors.Is(err, tokenizer.ErrUnknownID) {
+		t.Errorf("Decode of a hole: %v", err)
+	}
+	if s, err := tk.Decode([]int32{97, 300}, true); err != nil || s != "a<|y|>" {
+		t.Errorf("Decode([97 300]) = %q, %v", s, err)
 	}
 }
 
