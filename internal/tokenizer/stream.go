@@ -1,5 +1,7 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // StreamDecoder turns ids into text one at a time, holding back the bytes of a character that later
 // tokens may complete. The concatenation of everything Add returns followed by Flush equals Decode of
 // all the ids. One goroutine owns a StreamDecoder.
@@ -25,7 +27,11 @@ func (d *StreamDecoder) Add(id int32) (string, error) {
 	if d.skipSpecial && d.t.special[id] {
 		return "", nil
 	}
-	b := append(d.held, d.t.decoded[id]...)
+	tok := d.t.decoded[id]
+	if len(d.held) == 0 && utf8.Valid(tok) {
+		return string(tok), nil // the common case: whole characters only
+	}
+	b := append(d.held, tok...)
 	keep := incompleteTail(b)
 	d.buf = appendLossy(d.buf[:0], b[:len(b)-keep])
 	d.held = append(d.held[:0:0], b[len(b)-keep:]...)
