@@ -20,10 +20,6 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// errNotWired marks the pieces other branches provide (loader, tokenizer, chat renderer); the lead
-// replaces loadWeights, encodePrompt and detokenize at merge.
-var errNotWired = errors.New("not wired yet")
-
 // loadWeights opens the checkpoint in dir (memory-mapped). It returns the weights and a function
 // that releases the mapping.
 func loadWeights(dir string) (*checkpoint.Weights, func() error, error) {
@@ -32,18 +28,6 @@ func loadWeights(dir string) (*checkpoint.Weights, func() error, error) {
 		return nil, nil, err
 	}
 	return ck.Weights, ck.Close, nil
-}
-
-// encodePrompt turns a text prompt (rendered as one user turn with --chat) into ids.
-// TODO(merge): tokenizer.Load(dir/tokenizer.json).Encode, and the chat renderer for chat.
-func encodePrompt(dir, prompt string, chat bool) ([]int32, error) {
-	return nil, fmt.Errorf("--prompt: tokenizer %w; use --prompt-ids", errNotWired)
-}
-
-// detokenize decodes generated ids to text, skipping special tokens.
-// TODO(merge): tokenizer.Load(dir/tokenizer.json).Decode(ids, true).
-func detokenize(dir string, ids []int32) (string, error) {
-	return "", fmt.Errorf("tokenizer %w", errNotWired)
 }
 
 // runResult is the --json output of lily run.

@@ -101,7 +101,7 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"--model", "d", "--prompt-ids", "1,a"}, 2, "not a token id"},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "gpu"}, 2, "unknown --backend"},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "fast"}, 1, "not available"},
-		{[]string{"--model", "d", "--prompt", "hi"}, 1, "tokenizer not wired"},
+		{[]string{"--model", "d", "--prompt", "hi"}, 1, "tokenizer.json"},
 	} {
 		var out, errb bytes.Buffer
 		if code := cmdRun(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.msg) {

@@ -1,11 +1,20 @@
 package main
 
+import (
+	"time"
+
+	"github.com/lily-engine/lily/fast/cpu"
+)
+
 // machine is what the roofline fractions are measured against.
 type machine struct {
-	memReadGBs float64 // streaming-read bandwidth
-	peakGFLOPs float64 // the CPU kernels' compute peak
+	memReadGBs float64 // streaming-read bandwidth of all cores
+	peakGFLOPs float64 // the CPU kernels' compute peak (in-cache fused-dequant GEMM)
 }
 
-// measureMachine measures this machine in the same run as the benchmark.
-// TODO(merge): fast/cpu.MeasureReadBandwidth and MeasurePeakFLOPs.
-func measureMachine() machine { return machine{} }
+// measureMachine measures this machine in the same run as the benchmark, on a pool of all cores.
+func measureMachine() machine {
+	p := cpu.NewPool(0)
+	defer p.Close()
+	return machine{memReadGBs: cpu.MeasureReadBandwidth(p), peakGFLOPs: cpu.MeasurePeakFLOPs(cpu.New(p), 300*time.Millisecond)}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lily-engine/lily/internal/chat"
+	"github.com/lily-engine/lily/internal/tokenizer"
+)
+
+// chatInput is a conversation to render: the --chat FILE of lily tokenize.
+type chatInput struct {
+	Messages            json.RawMessage            `json:"messages"`
+	Tools               json.RawMessage            `json:"tools"`
+	AddGenerationPrompt bool                       `json:"add_generation_prompt"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+}
+
+// readChatFile reads and decodes a --chat FILE.
+func readChatFile(path string) (*chatInput, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var in chatInput
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(in.Messages) == 0 {
+		return nil, fmt.Errorf("%s: no \"messages\"", path)
+	}
+	return &in, nil
+}
+
+// render applies the Qwen3.6 chat template to the conversation.
+func (in *chatInput) render() (string, error) {
+	return chat.Render(in.Messages, in.Tools, chat.Options{AddGenerationPrompt: in.AddGenerationPrompt, Extra: in.ChatTemplateKwargs})
+}
+
+// loadTokenizer loads DIR/tokenizer.json.
+func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	return tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+}
+
+// encodePrompt turns a text prompt into ids; with asChat it is first rendered as one user turn
+// with the generation prompt (thinking on, the template's default).
+func encodePrompt(dir, prompt string, asChat bool) ([]int32, error) {
+	tk, err := loadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	if asChat {
+		msgs, _ := json.Marshal([]map[string]string{{"role": "user", "content": prompt}})
+		in := chatInput{Messages: msgs, AddGenerationPrompt: true}
+		if prompt, err = in.render(); err != nil {
+			return nil, err
+		}
+	}
+	return tk.Encode(prompt), nil
+}
+
+// detokenize decodes generated ids to text, skipping special tokens.
+func detokenize(dir string, ids []int32) (string, error) {
+	tk, err := loadTokenizer(dir)
+	if err != nil {
+		return "", err
+	}
+	return tk.Decode(ids, true)
+}
