@@ -24,12 +24,14 @@ import (
 // replaces loadWeights, encodePrompt and detokenize at merge.
 var errNotWired = errors.New("not wired yet")
 
-// loadWeights opens the checkpoint in dir. It returns the weights and a function that releases
-// them (the mmap). TODO(merge): replace the body with
-//
-//	ck, err := checkpoint.Open(dir); if err != nil { return nil, nil, err }; return ck.Weights, ck.Close, nil
+// loadWeights opens the checkpoint in dir (memory-mapped). It returns the weights and a function
+// that releases the mapping.
 func loadWeights(dir string) (*checkpoint.Weights, func() error, error) {
-	return nil, nil, fmt.Errorf("loading %s: checkpoint loader %w (merge pending)", dir, errNotWired)
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ck.Weights, ck.Close, nil
 }
 
 // encodePrompt turns a text prompt (rendered as one user turn with --chat) into ids.
