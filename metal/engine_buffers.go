@@ -46,11 +46,11 @@ func (l *layout) alloc(dev Device, s Storage) (Buffer, error) {
 
 // scratch is one session's activations for a chunk of up to t tokens (decode uses row 0).
 type scratch struct {
-	h, a, qkv, z, bb, aa, y          *rows
-	q2, kk, vv, qh, gate, ao, part   *rows
-	ids, wts, sgate                  *rows // router: [t, k], [t, k], [t]
-	counts, offsets, cursor, order   *rows // expert grouping
-	act, out, sact, su, shared       *rows // MoE
+	h, a, qkv, z, bb, aa, y            *rows
+	q2, kk, vv, qh, gate, ao, part     *rows
+	ids, wts, sgate                    *rows // router: [t, k], [t, k], [t]
+	counts, offsets, cursor, order     *rows // expert grouping
+	act, out, sact, su, shared         *rows // MoE
 	tokIDs, cs, logits, top, topv, lse *rows // Shared: per-call inputs and readback
 }
 

@@ -12,6 +12,11 @@ func inline(b []byte) Arg { return Arg{Bytes: b} }
 
 func grid(x, y, z int) [3]int { return [3]int{x, y, z} }
 
+// lanes is the threadgroup size of a kernel whose threads stride over n items (or one SIMD group
+// per item): n rounded up to whole SIMD groups, at most limit. Small models then do not pay for
+// idle SIMD groups; the real model's widths reach the limit the kernel headers give.
+func lanes(n, limit int) int { return min(max(cdiv(n, 32), 1)*32, limit) }
+
 // qmv: y [out] = W x [in] (add: y += W x). One SIMD group per row, 8 rows per threadgroup.
 func qmv(m *qmat, x, y Arg, add bool) *Dispatch {
 	k := "qmv"
@@ -40,7 +45,7 @@ func embedRows(m *qmat, t int, ids, out Arg) *Dispatch {
 
 // rmsNorm: y [t, n] = x / rms(x) · w, one threadgroup of 256 per row.
 func rmsNorm(t, n int, x Arg, w vec, y Arg, eps float32) *Dispatch {
-	return &Dispatch{Kernel: "rms_norm", Groups: grid(t, 1, 1), Threads: grid(256, 1, 1),
+	return &Dispatch{Kernel: "rms_norm", Groups: grid(t, 1, 1), Threads: grid(lanes(n, 256), 1, 1),
 		Args: []Arg{x, *w, y, inline(dims(n, eps))}}
 }
 
@@ -52,7 +57,8 @@ func (s *sizes) gdnDims(t int) []byte {
 // gdnScan: the fused DeltaNet mixer over t tokens. qkv [t, C], z [t, Hv*Dv], a, b [t, Hv];
 // cst [K-1, C] and state [Hv, Dk, Dv] are updated; y [t, Hv*Dv]. One threadgroup of 128 per key head.
 func gdnScan(s *sizes, l *deviceLayer, t int, qkv, z, a, b, cst, state, y Arg) *Dispatch {
-	return &Dispatch{Kernel: "gdn_scan", Groups: grid(s.hk, 1, 1), Threads: grid(128, 1, 1),
+	w := max(s.dk, s.dv, s.hv/s.hk*s.dv)
+	return &Dispatch{Kernel: "gdn_scan", Groups: grid(s.hk, 1, 1), Threads: grid(lanes(w, 128), 1, 1),
 		Args: []Arg{qkv, z, a, b, *l.conv, cst, *l.aLog, *l.dtb, *l.gnorm, state, y, inline(s.gdnDims(t))}}
 }
 
@@ -89,7 +95,7 @@ func attnPrefill(s *sizes, pos0, t int, q, kc, vc, gate, out Arg) *Dispatch {
 // routerTopK: for t tokens x [t, H], ids, wts [t, k] and the shared expert gate logit sgate [t].
 func routerTopK(s *sizes, l *deviceLayer, t int, x, ids, wts, sgate Arg) *Dispatch {
 	r := l.router
-	return &Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(1024, 1, 1),
+	return &Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(lanes(32*(s.e+1), 1024), 1, 1),
 		Args: []Arg{r.w, r.s, r.b, l.seg.w, l.seg.s, l.seg.b, x, ids, wts, sgate, inline(dims(s.e, s.h, s.k, r.bits))}}
 }
 
@@ -119,7 +125,7 @@ func moeGroup(s *sizes, n int, zeroes Buffer, ids, counts, offsets, cursor, orde
 		&Copy{Src: zeroes, Dst: counts.Buf, DstOff: counts.Off, N: 4 * s.e},
 		&Dispatch{Kernel: "moe_count", Groups: grid(cdiv(n, 256), 1, 1), Threads: grid(256, 1, 1),
 			Args: []Arg{ids, counts, d}},
-		&Dispatch{Kernel: "moe_scan", Groups: grid(1, 1, 1), Threads: grid(1024, 1, 1),
+		&Dispatch{Kernel: "moe_scan", Groups: grid(1, 1, 1), Threads: grid(lanes(s.e, 1024), 1, 1),
 			Args: []Arg{counts, offsets, cursor, d}},
 		&Dispatch{Kernel: "moe_scatter", Groups: grid(cdiv(n, 256), 1, 1), Threads: grid(256, 1, 1),
 			Args: []Arg{ids, cursor, order, d}},
@@ -152,6 +158,6 @@ func moeCombine(s *sizes, l *deviceLayer, t int, out, wts, sgate, shared, y Arg)
 
 // logitsTopK: ids, vals [k] and lse [1] of x [n].
 func logitsTopK(n, k int, x, ids, vals, lse Arg) *Dispatch {
-	return &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(1024, 1, 1),
+	return &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(n, 1024), 1, 1),
 		Args: []Arg{x, ids, vals, lse, inline(dims(n, k))}}
 }

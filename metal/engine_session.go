@@ -28,13 +28,13 @@ type Session struct {
 	sc   *scratch
 	bufs []Buffer // scratch and io buffers
 
-	logits   []float32 // host copy of the last position's logits
-	all      Buffer    // [chunk, V] logits of every position, allocated on first Prefill with each
-	allHost  []float32
-	topIDs   []int32
-	topVals  []float32
-	lse      float32
-	inbuf    []byte // staging for per-call inputs
+	logits  []float32 // host copy of the last position's logits
+	all     Buffer    // [chunk, V] logits of every position, allocated on first Prefill with each
+	allHost []float32
+	topIDs  []int32
+	topVals []float32
+	lse     float32
+	inbuf   []byte // staging for per-call inputs
 }
 
 func (e *Engine) newSession() (*Session, error) {
