@@ -84,11 +84,10 @@ func argmaxGap(x []float32) (int32, float64) {
 }
 
 // TestMetalEngineEmulated runs the Metal engine's plans end to end on the kernel emulator and
-// holds them to ref: teacher-forced budgets, prefill then greedy decode step by step with a
-// snapshot restored, state across calls, and the rejection of a dense layout and of bad input.
+// holds them to ref (see checkMetalEngine).
 func TestMetalEngineEmulated(t *testing.T) {
 	if testing.Short() {
-		t.Skip("compiles the kernels for the CPU emulator with g++ and runs them slowly (~30 s); skipped in -short")
+		t.Skip("compiles the kernels for the CPU emulator with g++ and runs them slowly (~15 s); skipped in -short")
 	}
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("the Metal kernel emulator needs g++, which is not installed")
@@ -98,6 +97,26 @@ func TestMetalEngineEmulated(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dev.Close() })
+	checkMetalEngine(t, dev)
+}
+
+// TestMetalEngineGPU is the same check on the Metal GPU; it skips where there is none.
+func TestMetalEngineGPU(t *testing.T) {
+	dev, err := metal.NewMetalDevice()
+	if errors.Is(err, metal.ErrNoMetal) {
+		t.Skipf("no Metal GPU here (%v); TestMetalEngineEmulated runs the same plans on the CPU", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	checkMetalEngine(t, dev)
+}
+
+// checkMetalEngine holds the Metal engine on dev to ref: teacher-forced budgets, prefill then
+// greedy decode step by step with a snapshot restored, state across calls, and the rejection of
+// a dense layout and of bad input.
+func checkMetalEngine(t *testing.T, dev metal.Device) {
 	ck := metalCheckpoint(t, "mlx")
 	mb, err := metal.NewEngine(ck.Weights, dev, 256)
 	if err != nil {
@@ -116,10 +135,10 @@ func TestMetalEngineEmulated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("metal-emu vs ref: top-1 %.4f, ppl %.4f vs %.4f (Δ %.2e), max |Δlogp| %.2e",
+		t.Logf("%s vs ref: top-1 %.4f, ppl %.4f vs %.4f (Δ %.2e), max |Δlogp| %.2e", dev.Name(),
 			r.Top1Agreement, r.PPLB, r.PPLA, r.DeltaPPLRel, r.MaxAbsDLogp)
 		if r.Top1Agreement < metalMinTop1 || math.Abs(r.DeltaPPLRel) > metalMaxDeltaPPL {
-			t.Fatalf("metal-emu vs ref outside the budget: %+v", r)
+			t.Fatalf("%s vs ref outside the budget: %+v", dev.Name(), r)
 		}
 	})
 

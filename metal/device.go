@@ -2,9 +2,14 @@ package metal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 )
+
+// ErrNoMetal is returned by NewMetalDevice where there is no Metal GPU (any OS but macOS, or a
+// Mac without one).
+var ErrNoMetal = errors.New("metal: no Metal GPU")
 
 // Device is the narrow GPU interface the engine needs: buffers, and command buffers that run a
 // sequence of kernel dispatches and copies in order. Two implementations exist: the Metal bridge
