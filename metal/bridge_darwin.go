@@ -28,6 +28,7 @@ type MetalDevice struct {
 	pipes           map[string]pipeline
 	sel             selectors
 	page            int
+	maxBuf          int // the device's maxBufferLength
 }
 
 type pipeline struct {
@@ -121,6 +122,7 @@ func (d *MetalDevice) open() error {
 	if d.dev == 0 {
 		return fmt.Errorf("%w: MTLCreateSystemDefaultDevice returned none", ErrNoMetal)
 	}
+	d.maxBuf = int(objc.Send[uint64](d.dev, d.sel.maxBufferLength))
 	d.queue = d.dev.Send(d.sel.newCommandQueue)
 	if d.queue == 0 {
 		return errors.New("metal: newCommandQueue failed")
@@ -207,6 +209,9 @@ func (d *MetalDevice) Alloc(n int, s Storage) (Buffer, error) {
 	}
 	var b *mtlBuffer
 	err := d.do(func() error {
+		if n > d.maxBuf {
+			return fmt.Errorf("metal: a buffer of %d bytes exceeds the device's maxBufferLength %d", n, d.maxBuf)
+		}
 		id := d.dev.Send(d.sel.newBufferWithLength, uint64(n), storageOption(s))
 		if id == 0 {
 			return fmt.Errorf("metal: newBufferWithLength %d failed (out of GPU memory?)", n)
@@ -256,6 +261,9 @@ func (d *MetalDevice) Wrap(b []byte, mapped bool) (Buffer, int, error) {
 		addr := uintptr(p)
 		off = int(addr % uintptr(d.page))
 		n := (off + len(b) + d.page - 1) / d.page * d.page
+		if n > d.maxBuf {
+			return fmt.Errorf("metal: %d bytes of weights in one file exceed the device's maxBufferLength %d (shard the checkpoint)", n, d.maxBuf)
+		}
 		start := unsafe.Add(p, -off)
 		id := d.dev.Send(d.sel.newBufferWithBytesNoCopy, start, uint64(n), uint64(mtlStorageShared), objc.ID(0))
 		if id == 0 {

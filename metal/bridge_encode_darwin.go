@@ -13,7 +13,7 @@ type selectors struct {
 	stringWithUTF8String, utf8String, localizedDescription                      objc.SEL
 	newCommandQueue, setFastMathEnabled, newLibraryWithSource                   objc.SEL
 	newFunctionWithName, newComputePipelineStateWithFunction                    objc.SEL
-	maxTotalThreadsPerThreadgroup                                               objc.SEL
+	maxTotalThreadsPerThreadgroup, maxBufferLength                              objc.SEL
 	newBufferWithLength, newBufferWithBytes, newBufferWithBytesNoCopy, contents objc.SEL
 	commandBuffer, computeCommandEncoder, blitCommandEncoder, endEncoding       objc.SEL
 	setComputePipelineState, setBuffer, setBytes, dispatchThreadgroups          objc.SEL
@@ -31,6 +31,7 @@ func newSelectors() selectors {
 		newFunctionWithName:                 r("newFunctionWithName:"),
 		newComputePipelineStateWithFunction: r("newComputePipelineStateWithFunction:error:"),
 		maxTotalThreadsPerThreadgroup:       r("maxTotalThreadsPerThreadgroup"),
+		maxBufferLength:                     r("maxBufferLength"),
 		newBufferWithLength:                 r("newBufferWithLength:options:"),
 		newBufferWithBytes:                  r("newBufferWithBytes:length:options:"),
 		newBufferWithBytesNoCopy:            r("newBufferWithBytesNoCopy:length:options:deallocator:"),
