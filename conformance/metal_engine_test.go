@@ -5,7 +5,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
@@ -237,6 +239,14 @@ func checkMetalEngine(t *testing.T, dev metal.Device) {
 		}
 	})
 
+	fixtures := []string{"tiny-a", "tiny-b"}
+	if dev.Name() == "metal-emu" {
+		fixtures = fixtures[1:] // tiny-a's 8 layers cost the emulator ~20 s more
+	}
+	for _, name := range fixtures {
+		t.Run("fixture_"+name, func(t *testing.T) { checkMetalFixture(t, dev, name) })
+	}
+
 	t.Run("bad_input", func(t *testing.T) {
 		s := newMetalSession(t, mb)
 		if _, err := s.Decode(ctx, int32(rb.VocabSize())); err == nil {
@@ -252,6 +262,39 @@ func checkMetalEngine(t *testing.T, dev metal.Device) {
 			t.Fatalf("rejected calls moved the session to %d", s.Len())
 		}
 	})
+}
+
+// checkMetalFixture holds the engine to ref, teacher-forced, on a transformers-verified fixture
+// model (fixtures/models/<name>/mlx), when it has been generated.
+func checkMetalFixture(t *testing.T, dev metal.Device, name string) {
+	dir := filepath.Join("..", "fixtures", "models", name, "mlx")
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		t.Skipf("fixture model %s not present (%v); the random checkpoint above still covers the plans", dir, err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	mb, err := metal.NewEngine(ck.Weights, dev, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	rm, err := ref.New(ck.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := ref.NewBackend(rm)
+	r, err := fidelity.Compare(context.Background(), rb, mb, metalTokens(16, rb.VocabSize(), 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s on %s vs ref: top-1 %.4f, ppl %.4f vs %.4f (Δ %.2e), max |Δlogp| %.2e", dev.Name(), name,
+		r.Top1Agreement, r.PPLB, r.PPLA, r.DeltaPPLRel, r.MaxAbsDLogp)
+	if r.Top1Agreement < metalMinTop1 || math.Abs(r.DeltaPPLRel) > metalMaxDeltaPPL {
+		t.Fatalf("%s on %s outside the budget: %+v", dev.Name(), name, r)
+	}
 }
 
 func newMetalSession(t *testing.T, b engine.Backend) engine.Session {
