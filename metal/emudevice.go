@@ -11,7 +11,8 @@ import (
 // EmuDevice is the Device that runs the kernels on the CPU emulator (metal/emu): buffers are Go
 // byte slices and each dispatch is one emu.Dispatch over the windows its arguments name. It runs
 // exactly the plans the Metal device runs, so every buffer offset, grid size and ordering is
-// exercised on Linux. It is safe for concurrent use; Run calls are serialized.
+// exercised on Linux. Wrap copies, so the whole model lives in Go memory: it is meant for the tiny
+// test models, not the real checkpoint. It is safe for concurrent use; Run calls are serialized.
 type EmuDevice struct {
 	mu  sync.Mutex
 	emu *emu.Emulator

@@ -105,9 +105,10 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 	return nil
 }
 
-// readback is the only place results leave the GPU: the top-k of the last position, and its full
-// logits. The full [V] logits are read back only because engine.Session returns them; a sampler
-// needs just Top, and this is the one place to change when the contract becomes top-k only.
+// readback is the one place a step's results leave the GPU: the top-k of the last position, and
+// its full logits. The full [V] logits are read back only because engine.Session returns them; a
+// sampler needs just Top, and this is the place to change when the contract becomes top-k only.
+// (Prefill's each callback, prompt scoring, reads every position's logits in prefillChunk.)
 func (s *Session) readback() error {
 	sc, dev := s.sc, s.e.dev
 	b := make([]byte, 4*max(s.e.sizes.v, s.e.topK))
