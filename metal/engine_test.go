@@ -1,7 +1,9 @@
 package metal
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -184,5 +186,63 @@ func TestRunChecksCommands(t *testing.T) {
 	}
 	if err := dev.Upload(b, 60, make([]byte, 8)); err == nil {
 		t.Error("upload past the end accepted")
+	}
+}
+
+// TestWeightWindows checks that every weight argument names exactly its tensor's bytes, for
+// tensors in mapped files (one wrap per file, windows at offsets) and in memory (one wrap each).
+func TestWeightWindows(t *testing.T) {
+	for _, inMemory := range []bool{false, true} {
+		w := openTest(t, "mlx").Weights
+		if inMemory {
+			each(w, func(m *checkpoint.Matrix) {
+				m.W.File, m.Scales.File, m.Biases.File = "", "", ""
+			})
+		}
+		dev := &EmuDevice{}
+		e, err := NewEngine(w, dev, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qs []*qmat
+		qs = append(qs, e.w.embed, e.w.lmHead)
+		for _, l := range e.w.layers {
+			if l.kind == checkpoint.LinearAttention {
+				qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
+			} else {
+				qs = append(qs, l.q, l.k, l.v, l.o)
+			}
+			qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
+		}
+		i := 0
+		each(w, func(m *checkpoint.Matrix) {
+			q := qs[i]
+			i++
+			for _, p := range []struct {
+				a Arg
+				t checkpoint.Tensor
+			}{{q.w, m.W}, {q.s, m.Scales}, {q.b, m.Biases}} {
+				got := make([]byte, p.a.Len)
+				if err := dev.Download(got, p.a.Buf, p.a.Off); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, p.t.Data) {
+					t.Fatalf("in memory %v: %s (%s): the window holds other bytes", inMemory, m.Name, p.t.Name)
+				}
+			}
+		})
+		if i != len(qs) {
+			t.Fatalf("%d matrices, %d device matrices", i, len(qs))
+		}
+		l0 := &e.w.layers[0]
+		got := make([]byte, l0.inNorm.Len)
+		if err := dev.Download(got, l0.inNorm.Buf, l0.inNorm.Off); err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range w.Layers[0].InputNorm {
+			if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*j:])); g != v {
+				t.Fatalf("input norm[%d] = %g on the device, %g in the weights", j, g, v)
+			}
+		}
 	}
 }
