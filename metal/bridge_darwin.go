@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"structs"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -48,8 +49,11 @@ type mtlBuffer struct {
 
 func (b *mtlBuffer) Len() int { return b.n }
 
-// mtlSize is MTLSize: three NSUInteger.
-type mtlSize struct{ w, h, d uint64 }
+// mtlSize is MTLSize: three NSUInteger, passed by value (purego copies it as the C ABI says).
+type mtlSize struct {
+	_                    structs.HostLayout
+	Width, Height, Depth uint64
+}
 
 // Metal constants (MTLResourceOptions, MTLCommandBufferStatus).
 const (
@@ -199,7 +203,10 @@ func storageOption(s Storage) uint64 {
 }
 
 // nsRange is NSRange.
-type nsRange struct{ loc, n uint64 }
+type nsRange struct {
+	_                structs.HostLayout
+	Location, Length uint64
+}
 
 // Alloc makes a zeroed buffer: shared memory comes zero-filled; a private buffer is cleared with
 // a blit before it is handed out, so recurrent state starts at zero whatever the driver does.
@@ -223,7 +230,7 @@ func (d *MetalDevice) Alloc(n int, s Storage) (Buffer, error) {
 		}
 		cb := d.queue.Send(d.sel.commandBuffer)
 		enc := cb.Send(d.sel.blitCommandEncoder)
-		enc.Send(d.sel.fillBuffer, id, nsRange{0, uint64(n)}, uint8(0))
+		enc.Send(d.sel.fillBuffer, id, nsRange{Location: 0, Length: uint64(n)}, uint8(0))
 		enc.Send(d.sel.endEncoding)
 		cb.Send(d.sel.commit)
 		cb.Send(d.sel.waitUntilCompleted)

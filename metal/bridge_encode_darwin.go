@@ -185,7 +185,7 @@ func (d *MetalDevice) encodeDispatch(enc objc.ID, c *Dispatch) error {
 		enc.Send(d.sel.setBuffer, m.id, uint64(a.Off), uint64(i))
 	}
 	enc.Send(d.sel.dispatchThreadgroups,
-		mtlSize{uint64(c.Groups[0]), uint64(c.Groups[1]), uint64(c.Groups[2])},
-		mtlSize{uint64(c.Threads[0]), uint64(c.Threads[1]), uint64(c.Threads[2])})
+		mtlSize{Width: uint64(c.Groups[0]), Height: uint64(c.Groups[1]), Depth: uint64(c.Groups[2])},
+		mtlSize{Width: uint64(c.Threads[0]), Height: uint64(c.Threads[1]), Depth: uint64(c.Threads[2])})
 	return nil
 }
