@@ -103,9 +103,15 @@ func (e *Engine) upload(w *checkpoint.Weights) error {
 		}
 		q := &qmat{out: m.Out, in: m.In, bits: m.Bits, name: m.Name, experts: m.Experts}
 		for _, p := range []struct {
-			dst *Arg
-			t   *checkpoint.Tensor
-		}{{&q.w, &m.W}, {&q.s, &m.Scales}, {&q.b, &m.Biases}} {
+			dst   *Arg
+			t     *checkpoint.Tensor
+			align uintptr
+		}{{&q.w, &m.W, 4}, {&q.s, &m.Scales, 2}, {&q.b, &m.Biases, 2}} {
+			if a := uintptr(unsafe.Pointer(unsafe.SliceData(p.t.Data))); a%p.align != 0 {
+				err = fmt.Errorf("metal: tensor %q in %s starts at an address that is not %d-byte aligned; the kernels read it in place",
+					p.t.Name, p.t.File, p.align)
+				return nil
+			}
 			if *p.dst, err = tensor(p.t); err != nil {
 				return nil
 			}
