@@ -26,6 +26,7 @@ type Engine struct {
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
 	topK   int // how many ids logits_topk returns per step
+	kvStep int // KV cache growth step in tokens
 
 	w      deviceWeights
 	wbufs  []Buffer // wrapped weight memory and the vector arena, freed by Close
@@ -59,7 +60,7 @@ func NewEngine(w *checkpoint.Weights, dev Device, maxCtx int) (*Engine, error) {
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Engine{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK}
+	e := &Engine{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
 	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
 		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
 		rot: c.RotaryDim(), hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,

@@ -89,7 +89,7 @@ func (e *Engine) newScratch() (*scratch, []Buffer, error) {
 }
 
 // state is one sequence's recurrent memory: conv and DeltaNet state of every GDN layer in one
-// buffer, and a KV cache per attention layer that grows in steps of kvStep tokens.
+// buffer, and a KV cache per attention layer that grows in steps of the engine's kvStep tokens.
 type state struct {
 	rec    Buffer
 	conv   []*rows // per layer (GDN only): [K-1, C]
@@ -100,8 +100,8 @@ type state struct {
 	layers []checkpoint.LayerKind
 }
 
-// kvStep is the KV cache growth step in tokens.
-const kvStep = 256
+// defaultKVStep is the KV cache growth step in tokens.
+const defaultKVStep = 256
 
 func (e *Engine) newState() (*state, error) {
 	s := &e.sizes
@@ -129,7 +129,7 @@ func (e *Engine) reserveKV(st *state, need, keep int) error {
 	if need <= st.kvCap {
 		return nil
 	}
-	nc := min(cdiv(need, kvStep)*kvStep, max(e.maxCtx, need))
+	nc := min(cdiv(need, e.kvStep)*e.kvStep, max(e.maxCtx, need))
 	var cmds []Command
 	var old []Buffer
 	for i, kind := range st.layers {

@@ -57,7 +57,8 @@ func relDiff(a, b []float32) float64 {
 }
 
 // TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
-// requested, then a decode, on the emulator, against ref.
+// requested, then decodes, on the emulator, against ref; small chunk and KV steps make the prefill
+// cross chunks and a decode grow the KV caches.
 func TestEngineChunksAndEach(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
@@ -73,7 +74,8 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	e.chunk = 4 // 10 tokens: chunks of 4, 4, 2
+	e.chunk = 4  // 10 tokens: chunks of 4, 4, 2
+	e.kvStep = 3 // prefill reserves 12 tokens; the third decode grows the caches, copying 12 rows
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +112,15 @@ func TestEngineChunksAndEach(t *testing.T) {
 	if seen != len(p) || relDiff(want[len(p)-1], last) > logitTol {
 		t.Fatalf("saw %d positions; last logits differ by %g", seen, relDiff(want[len(p)-1], last))
 	}
-	rl, _ := rs.Decode(ctx, 17)
-	ml, err := ms.Decode(ctx, 17)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := relDiff(rl, ml); d > logitTol {
-		t.Fatalf("decode after chunked prefill: logits differ by %g of their range", d)
+	for _, tok := range []int32{17, 4, 99} {
+		rl, _ := rs.Decode(ctx, tok)
+		ml, err := ms.Decode(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := relDiff(rl, ml); d > logitTol {
+			t.Fatalf("decode at %d after chunked prefill: logits differ by %g of their range", ms.Len()-1, d)
+		}
 	}
 }
 
