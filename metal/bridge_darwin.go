@@ -312,3 +312,5 @@ func (d *MetalDevice) Close() error {
 	<-d.done
 	return nil
 }
+
+var _ Device = (*MetalDevice)(nil)

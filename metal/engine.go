@@ -181,3 +181,9 @@ func (e *Engine) Close() error {
 	}
 	return nil
 }
+
+var (
+	_ engine.Backend = (*Engine)(nil)
+	_ engine.Session = (*Session)(nil)
+	_ Device         = (*EmuDevice)(nil)
+)
