@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"bytes"
 	"fmt"
 	"unsafe"
 
@@ -117,6 +118,7 @@ func (d *MetalDevice) Run(cmds []Command) error {
 			return fmt.Errorf("metal: commandBuffer failed")
 		}
 		var enc objc.ID
+		var bs bound
 		blit := false
 		end := func() {
 			if enc != 0 {
@@ -129,9 +131,9 @@ func (d *MetalDevice) Run(cmds []Command) error {
 			case *Dispatch:
 				if enc == 0 || blit {
 					end()
-					enc, blit = cb.Send(d.sel.computeCommandEncoder), false
+					enc, blit, bs = cb.Send(d.sel.computeCommandEncoder), false, bound{}
 				}
-				if err := d.encodeDispatch(enc, c); err != nil {
+				if err := d.encodeDispatch(enc, c, &bs); err != nil {
 					end()
 					return fmt.Errorf("command %d: %w", i, err)
 				}
@@ -163,8 +165,19 @@ func (d *MetalDevice) Run(cmds []Command) error {
 	})
 }
 
-// encodeDispatch binds a dispatch's pipeline and arguments and encodes it.
-func (d *MetalDevice) encodeDispatch(enc objc.ID, c *Dispatch) error {
+// bound is what a compute encoder already has bound. Encoder state persists across dispatches, so
+// unchanged pipelines, buffers and constants are not sent again: each message is a reflective
+// purego call, and a decode token encodes hundreds of dispatches.
+type bound struct {
+	pipe  objc.ID
+	buf   [31]objc.ID
+	off   [31]int
+	bytes [31][]byte
+}
+
+// encodeDispatch binds a dispatch's pipeline and arguments (what changed since the encoder's last
+// dispatch) and encodes it.
+func (d *MetalDevice) encodeDispatch(enc objc.ID, c *Dispatch, bs *bound) error {
 	p, err := d.pipelineFor(c.Kernel)
 	if err != nil {
 		return err
@@ -172,17 +185,26 @@ func (d *MetalDevice) encodeDispatch(enc objc.ID, c *Dispatch) error {
 	if t := c.Threads[0] * c.Threads[1] * c.Threads[2]; t > p.maxThread {
 		return fmt.Errorf("metal: %s: %d threads per threadgroup, the pipeline allows %d", c.Kernel, t, p.maxThread)
 	}
-	enc.Send(d.sel.setComputePipelineState, p.id)
+	if bs.pipe != p.id {
+		enc.Send(d.sel.setComputePipelineState, p.id)
+		bs.pipe = p.id
+	}
 	for i, a := range c.Args {
 		if a.Buf == nil {
-			enc.Send(d.sel.setBytes, unsafe.Pointer(unsafe.SliceData(a.Bytes)), uint64(len(a.Bytes)), uint64(i))
+			if bs.buf[i] != 0 || bs.bytes[i] == nil || !bytes.Equal(bs.bytes[i], a.Bytes) {
+				enc.Send(d.sel.setBytes, unsafe.Pointer(unsafe.SliceData(a.Bytes)), uint64(len(a.Bytes)), uint64(i))
+				bs.buf[i], bs.bytes[i] = 0, a.Bytes
+			}
 			continue
 		}
 		m, err := d.own(a.Buf)
 		if err != nil {
 			return fmt.Errorf("%s: buffer %d: %w", c.Kernel, i, err)
 		}
-		enc.Send(d.sel.setBuffer, m.id, uint64(a.Off), uint64(i))
+		if bs.buf[i] != m.id || bs.off[i] != a.Off {
+			enc.Send(d.sel.setBuffer, m.id, uint64(a.Off), uint64(i))
+			bs.buf[i], bs.off[i], bs.bytes[i] = m.id, a.Off, nil
+		}
 	}
 	enc.Send(d.sel.dispatchThreadgroups,
 		mtlSize{Width: uint64(c.Groups[0]), Height: uint64(c.Groups[1]), Depth: uint64(c.Groups[2])},

@@ -116,6 +116,9 @@ func check(cmds []Command) error {
 			if t <= 0 || t > 1024 || c.Groups[0] <= 0 || c.Groups[1] <= 0 || c.Groups[2] <= 0 {
 				return fmt.Errorf("metal: command %d (%s): bad grid %v × %v", i, c.Kernel, c.Groups, c.Threads)
 			}
+			if len(c.Args) > 31 {
+				return fmt.Errorf("metal: command %d (%s): %d buffers (max 31)", i, c.Kernel, len(c.Args))
+			}
 			for j, a := range c.Args {
 				if a.Buf == nil && len(a.Bytes) == 0 {
 					return fmt.Errorf("metal: command %d (%s): buffer %d not bound", i, c.Kernel, j)
