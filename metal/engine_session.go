@@ -32,6 +32,7 @@ type Session struct {
 	topVals []float32
 	lse     float32
 	inbuf   []byte // staging for per-call inputs
+	outbuf  []byte // staging for readback
 }
 
 func (e *Engine) newSession() (*Session, error) {
@@ -108,7 +109,10 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 // (Prefill's each callback, prompt scoring, reads every position's logits in prefillChunk.)
 func (s *Session) readback() error {
 	sc, dev := s.sc, s.e.dev
-	b := make([]byte, 4*max(s.e.sizes.v, s.e.topK))
+	if len(s.outbuf) < 4*max(s.e.sizes.v, s.e.topK) {
+		s.outbuf = make([]byte, 4*max(s.e.sizes.v, s.e.topK))
+	}
+	b := s.outbuf
 	if err := dev.Download(b[:4*s.e.topK], sc.top.buf, sc.top.off); err != nil {
 		return err
 	}
