@@ -64,18 +64,18 @@ func (m Machine) Total(costs []Cost) float64 {
 }
 
 // dims are the model's sizes as float64, and its weights' storage.
-type dims struct {
+type modelDims struct {
 	H, V, C, Vd, Hv, Hk, Dk, Dv, K, Hq, Hkv, D, Rot, E, TopK, I, Is float64
 	nGDN, nAttn                                                     int
 	bits, routerBits, group                                         float64 // bits 0: bf16
 }
 
-func newDims(c *checkpoint.Config) (dims, error) {
+func newDims(c *checkpoint.Config) (modelDims, error) {
 	if c.NumExperts <= 0 || c.NumExpertsPerTok <= 0 || c.HiddenSize <= 0 {
-		return dims{}, errors.New("perfmodel: config lacks experts or hidden size")
+		return modelDims{}, errors.New("perfmodel: config lacks experts or hidden size")
 	}
 	f := func(v int) float64 { return float64(v) }
-	d := dims{H: f(c.HiddenSize), V: f(c.VocabSize), C: f(c.ConvDim()), Vd: f(c.ValueDim()),
+	d := modelDims{H: f(c.HiddenSize), V: f(c.VocabSize), C: f(c.ConvDim()), Vd: f(c.ValueDim()),
 		Hv: f(c.LinearNumValueHeads), Hk: f(c.LinearNumKeyHeads), Dk: f(c.LinearKeyHeadDim),
 		Dv: f(c.LinearValueHeadDim), K: f(c.LinearConvKernel), Hq: f(c.NumHeads), Hkv: f(c.NumKVHeads),
 		D: f(c.HeadDim), Rot: f(c.RotaryDim()), E: f(c.NumExperts), TopK: f(c.NumExpertsPerTok),
@@ -94,7 +94,7 @@ func newDims(c *checkpoint.Config) (dims, error) {
 
 // mat is the stored bytes of an [out, in] matrix of the given bits: packed words plus bf16 scale
 // and bias per group, or bf16 when unquantized.
-func (d dims) mat(out, in, bits float64) float64 {
+func (d modelDims) mat(out, in, bits float64) float64 {
 	if bits == 0 {
 		return 2 * out * in
 	}
@@ -102,7 +102,7 @@ func (d dims) mat(out, in, bits float64) float64 {
 }
 
 // vec is a bf16 vector of n values read as float32: its stored bytes and the widening.
-func vec(c Cost, n float64) Cost {
+func modelVec(c Cost, n float64) Cost {
 	c.Weights += 2 * n
 	c.Widened += 2 * n
 	return c

@@ -33,7 +33,7 @@ func PrefillCosts(cfg *checkpoint.Config, T int) ([]Cost, error) {
 
 // plan accumulates the costs of one step of T tokens after ctx cached positions.
 type plan struct {
-	d      dims
+	d      modelDims
 	T, ctx float64
 	decode bool
 	out    []Cost
@@ -67,7 +67,7 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
 }
 
 func (p *plan) norm(step string) Cost {
-	return vec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * p.d.H, FLOPs: 4 * p.T * p.d.H}, p.d.H)
+	return modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * p.d.H, FLOPs: 4 * p.T * p.d.H}, p.d.H)
 }
 
 // linear is a projection of the step's T rows, weights read once; add fuses the residual add.
@@ -91,7 +91,7 @@ func (p *plan) gdn() []Cost {
 	d, T := p.d, p.T
 	// Thread j of a value head reads column j of S, decays it, forms Sᵀk (2), updates (3) and
 	// contracts with q (2): 7 FLOPs per state element per token.
-	scan := vec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "gdn_scan", Calls: 1,
+	scan := modelVec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "gdn_scan", Calls: 1,
 		State: 2 * 4 * (d.Hv*d.Dk*d.Dv + (d.K-1)*d.C), Act: 4 * T * (d.C + 2*d.Vd + 2*d.Hv),
 		FLOPs: T * (2*d.C*d.K + 7*d.Hv*d.Dk*d.Dv + 8*d.Vd)}, d.C*d.K+2*d.Hv+d.Dv)
 	return []Cost{
@@ -108,7 +108,7 @@ func (p *plan) gdn() []Cost {
 func (p *plan) attention() []Cost {
 	d, T := p.d, p.T
 	qd, kvd := d.Hq*d.D, d.Hkv*d.D
-	prep := vec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
+	prep := modelVec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
 		Act: 4 * T * (2*qd + 2*kvd + d.Rot + 2*qd), KV: 4 * T * 2 * kvd, FLOPs: 6 * T * (d.Hq + d.Hkv) * d.D}, 2*d.D)
 	cs := []Cost{
 		p.norm("input norm (attention layers)"),

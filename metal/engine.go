@@ -1,0 +1,189 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/ref"
+)
+
+// kernelGroup is the quantization group the kernels are compiled for (LILY_GROUP in
+// kernels/00_common.metal).
+const kernelGroup = 64
+
+// Engine is the Metal backend: the fast engine's plans (design.md §3) as dispatch sequences on a
+// Device. Decode is one command buffer per token; prefill runs in chunks of prefillChunk tokens,
+// one command buffer per chunk, with tokens grouped by expert on the GPU. The weights are wrapped
+// once (in place, where the device can) and shared by every session.
+//
+// An Engine is safe for concurrent use through distinct Sessions (the device serializes their
+// command buffers); one Session is used by one goroutine at a time.
+type Engine struct {
+	dev    Device
+	cfg    *checkpoint.Config
+	maxCtx int
+	chunk  int // prefill tokens per command buffer
+	topK   int // how many ids logits_topk returns per step
+	kvStep int // KV cache growth step in tokens
+
+	w      deviceWeights
+	wbufs  []Buffer // wrapped weight memory and the vector arena, freed by Close
+	zeroes Buffer   // E+1 zero words: the source of the moe_count reset copy
+	sizes  sizes
+}
+
+// sizes are the model dimensions the plans use.
+type sizes struct {
+	h, v, layers, e, k, inter, shared int
+	hq, hkv, d, rot                   int
+	hk, hv, dk, dv, conv, c           int
+	eps                               float32
+}
+
+// NewEngine prepares w for the Metal plans on dev. Only the MLX (quantized) layout runs on Metal:
+// every matrix must be 4- or 8-bit with group size 64. maxCtx bounds a session's length (0 means
+// the config's max_position_embeddings); KV caches grow on demand up to it. The weights must stay
+// valid (mapped) until Close.
+func NewEngine(w *checkpoint.Weights, dev Device, maxCtx int) (*Engine, error) {
+	if w == nil || w.Config == nil {
+		return nil, errors.New("metal: nil weights or config")
+	}
+	if dev == nil {
+		return nil, errors.New("metal: nil device")
+	}
+	if _, err := ref.New(w); err != nil { // shapes and stored sizes of every tensor
+		return nil, fmt.Errorf("metal: %w", err)
+	}
+	c := w.Config
+	if maxCtx <= 0 {
+		maxCtx = c.MaxPositionEmbeddings
+	}
+	e := &Engine{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
+	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
+		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
+		rot: c.RotaryDim(), hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
+		dv: c.LinearValueHeadDim, conv: c.LinearConvKernel, c: c.ConvDim(), eps: float32(c.RMSNormEps)}
+	if err := checkLimits(w, &e.sizes); err != nil {
+		return nil, err
+	}
+	if err := e.upload(w); err != nil {
+		e.Close()
+		return nil, err
+	}
+	z, err := dev.Alloc(4*(e.sizes.e+1), Private)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("metal: %w", err)
+	}
+	e.zeroes = z
+	return e, nil
+}
+
+// ErrDenseLayout is returned for a checkpoint the Metal kernels cannot run: the dense HF layout
+// (or any unquantized matrix).
+var ErrDenseLayout = errors.New("the Metal engine runs the MLX (4/8-bit quantized) layout only")
+
+// checkLimits rejects what the kernels cannot run, naming the limit.
+func checkLimits(w *checkpoint.Weights, s *sizes) error {
+	var bad error
+	each(w, func(m *checkpoint.Matrix) {
+		switch {
+		case bad != nil:
+		case m.Bits == 0:
+			bad = fmt.Errorf("metal: matrix %s is dense (%s layout): %w; convert the checkpoint with mlx-lm or use the cpu device",
+				m.Name, w.Layout, ErrDenseLayout)
+		case m.GroupSize != kernelGroup:
+			bad = fmt.Errorf("metal: matrix %s has group size %d; the kernels are built for %d", m.Name, m.GroupSize, kernelGroup)
+		case m.RowOffset != 0 || m.StoredRows != m.Out:
+			bad = fmt.Errorf("metal: matrix %s is a row window of a fused tensor (HF layout): %w", m.Name, ErrDenseLayout)
+		}
+	})
+	if bad != nil {
+		return bad
+	}
+	lim := []struct {
+		ok   bool
+		what string
+	}{
+		{s.d <= 256, "head_dim <= 256 (attention lanes hold 8 values each)"},
+		{s.dk <= 256 && s.dv <= 256, "linear key/value head dims <= 256"},
+		{s.hk > 0 && s.hv%s.hk == 0 && s.hv/s.hk*s.dv <= 1024, "value heads per key head × value dim <= 1024"},
+		{s.hkv > 0 && s.hq%s.hkv == 0, "query heads a multiple of kv heads"},
+		{s.rot%2 == 0 && s.rot <= s.d, "an even rotary dim within the head"},
+		{s.e <= 1024 && s.k <= 32, "num_experts <= 1024 and num_experts_per_tok <= 32"},
+		{s.conv >= 1, "a conv kernel of at least one tap"},
+	}
+	for _, l := range lim {
+		if !l.ok {
+			return fmt.Errorf("metal: the kernels need %s", l.what)
+		}
+	}
+	for i := range w.Layers {
+		m := &w.Layers[i].MoE
+		b := m.Gate.Bits
+		if m.Up.Bits != b || m.Down.Bits != b || m.SharedGate.Bits != b || m.SharedUp.Bits != b || m.SharedDown.Bits != b {
+			return fmt.Errorf("metal: layer %d: routed and shared experts must share one bit width (the MoE kernels take one)", i)
+		}
+		if m.Router.Bits != m.SharedEG.Bits {
+			return fmt.Errorf("metal: layer %d: router (%d-bit) and shared expert gate (%d-bit) must share one bit width",
+				i, m.Router.Bits, m.SharedEG.Bits)
+		}
+	}
+	return nil
+}
+
+// each calls fn on every matrix of w.
+func each(w *checkpoint.Weights, fn func(*checkpoint.Matrix)) {
+	fn(&w.Embed)
+	fn(&w.LMHead)
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		if g := l.GDN; g != nil {
+			for _, m := range []*checkpoint.Matrix{&g.QKV, &g.Z, &g.B, &g.A, &g.Out} {
+				fn(m)
+			}
+		}
+		if a := l.Attn; a != nil {
+			for _, m := range []*checkpoint.Matrix{&a.Q, &a.K, &a.V, &a.O} {
+				fn(m)
+			}
+		}
+		m := &l.MoE
+		for _, x := range []*checkpoint.Matrix{&m.Router, &m.Gate, &m.Up, &m.Down, &m.SharedGate, &m.SharedUp, &m.SharedDown, &m.SharedEG} {
+			fn(x)
+		}
+	}
+}
+
+// Name is the device's name: "metal" or "metal-emu".
+func (e *Engine) Name() string { return e.dev.Name() }
+
+// VocabSize is the logits length.
+func (e *Engine) VocabSize() int { return e.sizes.v }
+
+// MaxContext is the longest sequence a session may hold.
+func (e *Engine) MaxContext() int { return e.maxCtx }
+
+// NewSession returns an empty sequence with its device buffers.
+func (e *Engine) NewSession() (engine.Session, error) { return e.newSession() }
+
+// Close frees the weight buffers. Sessions must be closed first; the device is not closed.
+func (e *Engine) Close() error {
+	for _, b := range e.wbufs {
+		e.dev.Free(b)
+	}
+	e.wbufs = nil
+	if e.zeroes != nil {
+		e.dev.Free(e.zeroes)
+		e.zeroes = nil
+	}
+	return nil
+}
+
+var (
+	_ engine.Backend = (*Engine)(nil)
+	_ engine.Session = (*Session)(nil)
+	_ Device         = (*EmuDevice)(nil)
+)

@@ -1,0 +1,179 @@
+package metal
+
+import (
+	"fmt"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// rows is a [n, width] region of 4-byte elements (float32 or int32) inside a buffer.
+type rows struct {
+	buf      Buffer
+	off      int
+	width, n int
+}
+
+// first is the window of rows [0, t).
+func (r rows) first(t int) Arg { return Arg{Buf: r.buf, Off: r.off, Len: 4 * t * r.width} }
+
+// row is the window of row i.
+func (r rows) row(i int) Arg { return Arg{Buf: r.buf, Off: r.off + 4*i*r.width, Len: 4 * r.width} }
+
+// layout hands out 256-byte aligned regions of one buffer before it is allocated.
+type layout struct {
+	n    int
+	regs []*rows
+}
+
+func (l *layout) take(width, n int) *rows {
+	r := &rows{off: l.n, width: width, n: n}
+	l.n += (4*width*n + 255) &^ 255
+	l.regs = append(l.regs, r)
+	return r
+}
+
+// alloc allocates the buffer and points every region at it.
+func (l *layout) alloc(dev Device, s Storage) (Buffer, error) {
+	b, err := dev.Alloc(max(l.n, 256), s)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range l.regs {
+		r.buf = b
+	}
+	return b, nil
+}
+
+// scratch is one session's activations for a chunk of up to t tokens (decode uses row 0).
+type scratch struct {
+	h, a, qkv, z, bb, aa, y            *rows
+	q2, kk, vv, qh, gate, ao, part     *rows
+	ids, wts, sgate                    *rows // router: [t, k], [t, k], [t]
+	counts, offsets, cursor, order     *rows // expert grouping
+	act, out, sact, su, shared         *rows // MoE
+	tokIDs, cs, logits, top, topv, lse *rows // Shared: per-call inputs and readback
+}
+
+// decodeSplit is how many keys one attn_decode_split threadgroup covers.
+const decodeSplit = 256
+
+// newScratch lays out the chunk activations (private) and the inputs/readback (shared).
+func (e *Engine) newScratch() (*scratch, []Buffer, error) {
+	s, t := &e.sizes, e.chunk
+	var p, io layout
+	sc := &scratch{}
+	sc.h, sc.a = p.take(s.h, t), p.take(s.h, t)
+	sc.qkv, sc.z, sc.y = p.take(s.c, t), p.take(s.hv*s.dv, t), p.take(s.hv*s.dv, t)
+	sc.bb, sc.aa = p.take(s.hv, t), p.take(s.hv, t)
+	sc.q2, sc.kk, sc.vv = p.take(2*s.hq*s.d, t), p.take(s.hkv*s.d, t), p.take(s.hkv*s.d, t)
+	sc.qh, sc.gate, sc.ao = p.take(s.hq*s.d, t), p.take(s.hq*s.d, t), p.take(s.hq*s.d, t)
+	sc.part = p.take(s.hq*(s.d+2), cdiv(e.maxCtx, decodeSplit))
+	sc.ids, sc.wts, sc.sgate = p.take(s.k, t), p.take(s.k, t), p.take(1, t)
+	sc.counts, sc.offsets, sc.cursor, sc.order = p.take(s.e, 1), p.take(s.e+1, 1), p.take(s.e, 1), p.take(s.k, t)
+	st := max(s.inter, s.shared)
+	sc.act = p.take(1, max((s.k+1)*st, t*s.k*s.inter))
+	sc.out = p.take(s.h, t*s.k)
+	sc.sact, sc.su, sc.shared = p.take(s.shared, t), p.take(s.shared, t), p.take(s.h, t)
+	sc.tokIDs, sc.cs = io.take(1, t), io.take(max(s.rot, 1), t)
+	sc.logits, sc.top, sc.topv, sc.lse = io.take(s.v, 1), io.take(e.topK, 1), io.take(e.topK, 1), io.take(1, 1)
+	pb, err := p.alloc(e.dev, Private)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metal: activations: %w", err)
+	}
+	ib, err := io.alloc(e.dev, Shared)
+	if err != nil {
+		e.dev.Free(pb)
+		return nil, nil, fmt.Errorf("metal: io buffers: %w", err)
+	}
+	return sc, []Buffer{pb, ib}, nil
+}
+
+// state is one sequence's recurrent memory: conv and DeltaNet state of every GDN layer in one
+// buffer, and a KV cache per attention layer that grows in steps of the engine's kvStep tokens.
+type state struct {
+	rec    Buffer
+	conv   []*rows // per layer (GDN only): [K-1, C]
+	ssm    []*rows // per layer (GDN only): [Hv, Dk*Dv]
+	k, v   []Buffer
+	kvCap  int // tokens each KV buffer holds
+	kvRow  int // bytes per cached token per layer (Hkv*D float32)
+	layers []checkpoint.LayerKind
+}
+
+// defaultKVStep is the KV cache growth step in tokens.
+const defaultKVStep = 256
+
+func (e *Engine) newState() (*state, error) {
+	s := &e.sizes
+	st := &state{kvRow: 4 * s.hkv * s.d}
+	var l layout
+	for _, dl := range e.w.layers {
+		st.layers = append(st.layers, dl.kind)
+		var c, m *rows
+		if dl.kind == checkpoint.LinearAttention {
+			c, m = l.take(s.c, s.conv-1), l.take(s.dk*s.dv, s.hv)
+		}
+		st.conv, st.ssm = append(st.conv, c), append(st.ssm, m)
+	}
+	b, err := l.alloc(e.dev, Private)
+	if err != nil {
+		return nil, fmt.Errorf("metal: recurrent state: %w", err)
+	}
+	st.rec = b
+	st.k, st.v = make([]Buffer, len(st.layers)), make([]Buffer, len(st.layers))
+	return st, nil
+}
+
+// reserveKV grows every KV cache to hold need tokens, keeping the first keep tokens.
+func (e *Engine) reserveKV(st *state, need, keep int) error {
+	if need <= st.kvCap {
+		return nil
+	}
+	nc := min(cdiv(need, e.kvStep)*e.kvStep, max(e.maxCtx, need))
+	var cmds []Command
+	var old []Buffer
+	for i, kind := range st.layers {
+		if kind != checkpoint.FullAttention {
+			continue
+		}
+		for _, p := range []*Buffer{&st.k[i], &st.v[i]} {
+			b, err := e.dev.Alloc(nc*st.kvRow, Private)
+			if err != nil {
+				return fmt.Errorf("metal: KV cache of %d tokens: %w", nc, err)
+			}
+			if *p != nil {
+				if keep > 0 {
+					cmds = append(cmds, &Copy{Src: *p, Dst: b, N: keep * st.kvRow})
+				}
+				old = append(old, *p)
+			}
+			*p = b
+		}
+	}
+	if len(cmds) > 0 {
+		if err := e.dev.Run(cmds); err != nil {
+			return fmt.Errorf("metal: growing the KV cache: %w", err)
+		}
+	}
+	for _, b := range old {
+		e.dev.Free(b)
+	}
+	st.kvCap = nc
+	return nil
+}
+
+// kv is the window of layer i's keys or values for tokens [0, n).
+func (st *state) kv(b Buffer, n int) Arg { return Arg{Buf: b, Off: 0, Len: n * st.kvRow} }
+
+func (st *state) free(dev Device) {
+	if st.rec != nil {
+		dev.Free(st.rec)
+	}
+	for i := range st.k {
+		if st.k[i] != nil {
+			dev.Free(st.k[i])
+			dev.Free(st.v[i])
+		}
+	}
+	st.rec, st.k, st.v = nil, nil, nil
+}

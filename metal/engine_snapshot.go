@@ -1,0 +1,95 @@
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// snapshot is a device copy of a session's state: the recurrent buffer and the used KV rows.
+type snapshot struct {
+	e    *Engine
+	pos  int
+	rec  Buffer
+	k, v []Buffer
+}
+
+func (p *snapshot) Len() int { return p.pos }
+
+// Snapshot copies the state on the device. The copy's buffers are released when the snapshot is
+// garbage collected.
+func (s *Session) Snapshot() (engine.Snapshot, error) {
+	if s.st == nil {
+		return nil, errors.New("metal: session is closed")
+	}
+	dev, st := s.e.dev, s.st
+	p := &snapshot{e: s.e, pos: s.pos, k: make([]Buffer, len(st.k)), v: make([]Buffer, len(st.v))}
+	var bufs []Buffer
+	fail := func(err error) (engine.Snapshot, error) {
+		for _, b := range bufs {
+			dev.Free(b)
+		}
+		return nil, fmt.Errorf("metal: snapshot: %w", err)
+	}
+	rec, err := dev.Alloc(st.rec.Len(), Private)
+	if err != nil {
+		return fail(err)
+	}
+	bufs = append(bufs, rec)
+	p.rec = rec
+	cmds := []Command{&Copy{Src: st.rec, Dst: rec, N: rec.Len()}}
+	for i, kind := range st.layers {
+		if kind != checkpoint.FullAttention || s.pos == 0 {
+			continue
+		}
+		for _, kv := range [][2]*Buffer{{&st.k[i], &p.k[i]}, {&st.v[i], &p.v[i]}} {
+			b, err := dev.Alloc(s.pos*st.kvRow, Private)
+			if err != nil {
+				return fail(err)
+			}
+			bufs = append(bufs, b)
+			*kv[1] = b
+			cmds = append(cmds, &Copy{Src: *kv[0], Dst: b, N: s.pos * st.kvRow})
+		}
+	}
+	if err := dev.Run(cmds); err != nil {
+		return fail(err)
+	}
+	runtime.AddCleanup(p, func(bs []Buffer) {
+		for _, b := range bs {
+			dev.Free(b)
+		}
+	}, bufs)
+	return p, nil
+}
+
+// Restore replaces the state with a snapshot taken from a session of the same engine.
+func (s *Session) Restore(x engine.Snapshot) error {
+	p, ok := x.(*snapshot)
+	if !ok || p.e != s.e {
+		return errors.New("metal: snapshot is from another backend or engine")
+	}
+	if s.st == nil {
+		return errors.New("metal: session is closed")
+	}
+	st := s.st
+	if err := s.e.reserveKV(st, max(p.pos, 1), 0); err != nil {
+		return err
+	}
+	cmds := []Command{&Copy{Src: p.rec, Dst: st.rec, N: st.rec.Len()}}
+	for i := range st.layers {
+		if p.k[i] != nil {
+			cmds = append(cmds, &Copy{Src: p.k[i], Dst: st.k[i], N: p.pos * st.kvRow},
+				&Copy{Src: p.v[i], Dst: st.v[i], N: p.pos * st.kvRow})
+		}
+	}
+	if err := s.e.dev.Run(cmds); err != nil {
+		return fmt.Errorf("metal: restore: %w", err)
+	}
+	runtime.KeepAlive(p)
+	s.pos = p.pos
+	return nil
+}

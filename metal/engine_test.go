@@ -1,0 +1,252 @@
+package metal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+	"github.com/lily-engine/lily/ref"
+)
+
+// testDims is a tiny model the kernels accept: every input width a multiple of their group of 64.
+func testDims() checkpointtest.Dims {
+	return checkpointtest.Dims{H: 64, Layers: 4, Interval: 4, Vocab: 256, Hq: 4, Hkv: 2, D: 32,
+		Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 64, Is: 64, Bits: 4, GroupSize: 64, GateBits: 8}
+}
+
+func openTest(t *testing.T, layout string) *checkpoint.Checkpoint {
+	t.Helper()
+	d := testDims()
+	dir := t.TempDir()
+	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 7); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	return ck
+}
+
+func toks(n, vocab int, seed uint64) []int32 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(r.IntN(vocab))
+	}
+	return out
+}
+
+// relDiff is max |a−b| over the spread of a.
+func relDiff(a, b []float32) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var d float64
+	for i := range a {
+		lo, hi = math.Min(lo, float64(a[i])), math.Max(hi, float64(a[i]))
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d / math.Max(hi-lo, 1e-30)
+}
+
+// TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
+// requested, then decodes, on the emulator, against ref; small chunk and KV steps make the prefill
+// cross chunks and a decode grow the KV caches.
+func TestEngineChunksAndEach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
+	}
+	ck := openTest(t, "mlx")
+	dev, err := NewEmuDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	e, err := NewEngine(ck.Weights, dev, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.chunk = 4  // 10 tokens: chunks of 4, 4, 2
+	e.kvStep = 3 // prefill reserves 12 tokens; the third decode grows the caches, copying 12 rows
+	rm, err := ref.New(ck.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := rm.NewSession()
+	ms, err := e.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	ctx := context.Background()
+	p := toks(10, 256, 3)
+	var want [][]float32
+	if _, err := rs.Prefill(ctx, p, func(i int, l []float32) error {
+		want = append(want, append([]float32(nil), l...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	last, err := ms.Prefill(ctx, p, func(i int, l []float32) error {
+		if i != seen {
+			t.Fatalf("position %d reported as %d", seen, i)
+		}
+		if d := relDiff(want[i], l); d > logitTol {
+			t.Errorf("position %d: logits differ by %g of their range", i, d)
+		}
+		seen++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(p) || relDiff(want[len(p)-1], last) > logitTol {
+		t.Fatalf("saw %d positions; last logits differ by %g", seen, relDiff(want[len(p)-1], last))
+	}
+	for _, tok := range []int32{17, 4, 99} {
+		rl, _ := rs.Decode(ctx, tok)
+		ml, err := ms.Decode(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := relDiff(rl, ml); d > logitTol {
+			t.Fatalf("decode at %d after chunked prefill: logits differ by %g of their range", ms.Len()-1, d)
+		}
+	}
+}
+
+// logitTol bounds |metal − ref| relative to the logits' spread: float32 kernels against ref's
+// float64 accumulation, summed in other orders (measured ~1e-7 here).
+const logitTol = 1e-4
+
+// TestNewEngineRejects checks the errors for checkpoints the kernels cannot run. The zero
+// EmuDevice allocates and wraps without the emulator process, so no g++ is needed.
+func TestNewEngineRejects(t *testing.T) {
+	dev := &EmuDevice{}
+	if _, err := NewEngine(nil, dev, 0); err == nil {
+		t.Error("nil weights accepted")
+	}
+	if _, err := NewEngine(openTest(t, "mlx").Weights, nil, 0); err == nil {
+		t.Error("nil device accepted")
+	}
+	_, err := NewEngine(openTest(t, "hf").Weights, dev, 0)
+	if !errors.Is(err, ErrDenseLayout) {
+		t.Errorf("dense checkpoint: %v, want ErrDenseLayout", err)
+	}
+	d := checkpointtest.Tiny() // group size 32
+	dir := t.TempDir()
+	if err := checkpointtest.Write(dir, d.ConfigJSON("mlx"), d.Specs("mlx"), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if _, err := NewEngine(ck.Weights, dev, 0); err == nil || !strings.Contains(err.Error(), "group size 32") {
+		t.Errorf("group size 32: %v", err)
+	}
+	e, err := NewEngine(openTest(t, "mlx").Weights, dev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.MaxContext() != 262144 || e.VocabSize() != 256 || e.Name() != "metal-emu" {
+		t.Errorf("engine reports %d/%d/%s", e.MaxContext(), e.VocabSize(), e.Name())
+	}
+}
+
+// TestRunChecksCommands checks that malformed command buffers are errors before they reach a
+// device, not faults.
+func TestRunChecksCommands(t *testing.T) {
+	dev := &EmuDevice{}
+	b, err := dev.Alloc(64, Private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cmd := range map[string]Command{
+		"window past the end": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
+		"unbound buffer": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []Arg{{Buf: b}, {}, inline(dims(1))}},
+		"too many threads":  &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
+		"empty grid":        &Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
+		"copy past the end": &Copy{Src: b, Dst: b, SrcOff: 32, N: 64},
+	} {
+		if err := check([]Command{cmd}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := dev.Alloc(0, Shared); err == nil {
+		t.Error("zero-byte alloc accepted")
+	}
+	if err := dev.Upload(b, 60, make([]byte, 8)); err == nil {
+		t.Error("upload past the end accepted")
+	}
+}
+
+// TestWeightWindows checks that every weight argument names exactly its tensor's bytes, for
+// tensors in mapped files (one wrap per file, windows at offsets) and in memory (one wrap each).
+func TestWeightWindows(t *testing.T) {
+	for _, inMemory := range []bool{false, true} {
+		w := openTest(t, "mlx").Weights
+		if inMemory {
+			each(w, func(m *checkpoint.Matrix) {
+				m.W.File, m.Scales.File, m.Biases.File = "", "", ""
+			})
+		}
+		dev := &EmuDevice{}
+		e, err := NewEngine(w, dev, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qs []*qmat
+		qs = append(qs, e.w.embed, e.w.lmHead)
+		for _, l := range e.w.layers {
+			if l.kind == checkpoint.LinearAttention {
+				qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
+			} else {
+				qs = append(qs, l.q, l.k, l.v, l.o)
+			}
+			qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
+		}
+		i := 0
+		each(w, func(m *checkpoint.Matrix) {
+			q := qs[i]
+			i++
+			for _, p := range []struct {
+				a Arg
+				t checkpoint.Tensor
+			}{{q.w, m.W}, {q.s, m.Scales}, {q.b, m.Biases}} {
+				got := make([]byte, p.a.Len)
+				if err := dev.Download(got, p.a.Buf, p.a.Off); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, p.t.Data) {
+					t.Fatalf("in memory %v: %s (%s): the window holds other bytes", inMemory, m.Name, p.t.Name)
+				}
+			}
+		})
+		if i != len(qs) {
+			t.Fatalf("%d matrices, %d device matrices", i, len(qs))
+		}
+		l0 := &e.w.layers[0]
+		got := make([]byte, l0.inNorm.Len)
+		if err := dev.Download(got, l0.inNorm.Buf, l0.inNorm.Off); err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range w.Layers[0].InputNorm {
+			if g := math.Float32frombits(binary.LittleEndian.Uint32(got[4*j:])); g != v {
+				t.Fatalf("input norm[%d] = %g on the device, %g in the weights", j, g, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package metal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// qmat is a quantized matrix on the device: windows of its packed words, bf16 scales and biases.
+// Stacked experts keep all experts in one window; the kernels index expert e's rows at e*out.
+type qmat struct {
+	w, s, b        Arg
+	out, in, bits  int
+	name           string
+	experts, bytes int
+}
+
+// vec is a float32 vector in the engine's vector arena (a pointer: its Buf is set once the arena
+// is uploaded).
+type vec = *Arg
+
+// deviceWeights are the model's tensors as kernel arguments.
+type deviceWeights struct {
+	embed, lmHead *qmat
+	final         vec
+	layers        []deviceLayer
+}
+
+type deviceLayer struct {
+	kind             checkpoint.LayerKind
+	inNorm, postNorm vec
+	qkv, z, b, a     *qmat // GDN
+	out              *qmat
+	conv, aLog, dtb  vec
+	gnorm            vec
+	q, k, v, o       *qmat // attention
+	qn, kn           vec
+	router, seg      *qmat
+	gate, up, down   *qmat // stacked experts
+	sg, su, sd       *qmat
+}
+
+// span is the memory of one mapped file that the weights use: [start, end) as addresses.
+type span struct {
+	start, end uintptr
+	first      []byte // the tensor that starts at start
+	buf        Buffer
+	off        int // where start sits in buf
+}
+
+// upload wraps every quantized tensor (one wrap per mapped file, so Metal can use the file mapping
+// in place) and copies the float vectors into one arena.
+func (e *Engine) upload(w *checkpoint.Weights) error {
+	spans := map[string]*span{}
+	var files []string
+	each(w, func(m *checkpoint.Matrix) {
+		for _, t := range []*checkpoint.Tensor{&m.W, &m.Scales, &m.Biases} {
+			if t.File == "" || len(t.Data) == 0 {
+				continue
+			}
+			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
+			sp := spans[t.File]
+			if sp == nil {
+				sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
+				spans[t.File] = sp
+				files = append(files, t.File)
+			}
+			if a < sp.start {
+				sp.start, sp.first = a, t.Data
+			}
+			sp.end = max(sp.end, a+uintptr(len(t.Data)))
+		}
+	})
+	for _, f := range files {
+		sp := spans[f]
+		mem := unsafe.Slice(unsafe.SliceData(sp.first), int(sp.end-sp.start))
+		buf, off, err := e.dev.Wrap(mem, true)
+		if err != nil {
+			return fmt.Errorf("metal: weights of %s: %w", f, err)
+		}
+		sp.buf, sp.off = buf, off
+		e.wbufs = append(e.wbufs, buf)
+	}
+	// tensor is t's window: inside its file's wrap when its address suits the kernels' loads (safetensors
+	// does not align tensors: a 2-byte bf16 tensor shifts every later one), else a copy of its own.
+	tensor := func(t *checkpoint.Tensor, align uintptr) (Arg, error) {
+		aligned := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%align == 0
+		if sp := spans[t.File]; t.File != "" && sp != nil && aligned {
+			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
+			return Arg{Buf: sp.buf, Off: sp.off + int(a-sp.start), Len: len(t.Data)}, nil
+		}
+		buf, off, err := e.dev.Wrap(t.Data, false)
+		if err != nil {
+			return Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
+		}
+		e.wbufs = append(e.wbufs, buf)
+		return Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
+	}
+	var err error
+	mat := func(m *checkpoint.Matrix) *qmat {
+		if err != nil {
+			return nil
+		}
+		q := &qmat{out: m.Out, in: m.In, bits: m.Bits, name: m.Name, experts: m.Experts}
+		for _, p := range []struct {
+			dst   *Arg
+			t     *checkpoint.Tensor
+			align uintptr
+		}{{&q.w, &m.W, 4}, {&q.s, &m.Scales, 2}, {&q.b, &m.Biases, 2}} {
+			if *p.dst, err = tensor(p.t, p.align); err != nil {
+				return nil
+			}
+			q.bytes += p.dst.Len
+		}
+		return q
+	}
+	var ar arena
+	dw := &e.w
+	dw.embed, dw.lmHead, dw.final = mat(&w.Embed), mat(&w.LMHead), ar.add(w.FinalNorm)
+	for i := range w.Layers {
+		wl := &w.Layers[i]
+		l := deviceLayer{kind: wl.Kind, inNorm: ar.add(wl.InputNorm), postNorm: ar.add(wl.PostNorm)}
+		if g := wl.GDN; g != nil {
+			l.qkv, l.z, l.b, l.a, l.out = mat(&g.QKV), mat(&g.Z), mat(&g.B), mat(&g.A), mat(&g.Out)
+			l.conv, l.aLog, l.dtb, l.gnorm = ar.add(g.Conv), ar.add(g.ALog), ar.add(g.DtBias), ar.add(g.Norm)
+		}
+		if a := wl.Attn; a != nil {
+			l.q, l.k, l.v, l.o = mat(&a.Q), mat(&a.K), mat(&a.V), mat(&a.O)
+			l.qn, l.kn = ar.add(a.QNorm), ar.add(a.KNorm)
+		}
+		m := &wl.MoE
+		l.router, l.seg = mat(&m.Router), mat(&m.SharedEG)
+		l.gate, l.up, l.down = mat(&m.Gate), mat(&m.Up), mat(&m.Down)
+		l.sg, l.su, l.sd = mat(&m.SharedGate), mat(&m.SharedUp), mat(&m.SharedDown)
+		dw.layers = append(dw.layers, l)
+	}
+	if err != nil {
+		return err
+	}
+	buf, err := e.dev.Alloc(len(ar.data), Shared)
+	if err != nil {
+		return fmt.Errorf("metal: %w", err)
+	}
+	e.wbufs = append(e.wbufs, buf)
+	if err := e.dev.Upload(buf, 0, ar.data); err != nil {
+		return fmt.Errorf("metal: %w", err)
+	}
+	for _, p := range ar.refs {
+		p.Buf = buf
+	}
+	return nil
+}
+
+// arena packs float32 vectors into one buffer; the Args it hands out get their Buf once the
+// buffer exists.
+type arena struct {
+	data []byte
+	refs []*Arg
+}
+
+// add appends v (256-byte aligned) and returns its window; its Buf is filled in later.
+func (a *arena) add(v []float32) vec {
+	for len(a.data)%256 != 0 {
+		a.data = append(a.data, 0)
+	}
+	off := len(a.data)
+	for _, x := range v {
+		a.data = binary.LittleEndian.AppendUint32(a.data, math.Float32bits(x))
+	}
+	arg := &Arg{Off: off, Len: 4 * len(v)}
+	a.refs = append(a.refs, arg)
+	return arg
+}
