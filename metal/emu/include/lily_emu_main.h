@@ -28,9 +28,12 @@ inline void answer_error(const std::string& msg) {
 inline void dispatch(void (*fn)(const Builtins&), const uint32_t grid[3], const uint32_t group[3]) {
   unsigned n = group[0] * group[1] * group[2];
   static thread_local Threadgroup tg;
-  tg.fibers.resize(n);
-  for (auto& f : tg.fibers)
-    if (f.stack.size() != 256 * 1024) f.stack.assign(256 * 1024, 0);
+  // Fibers (and their stacks) are kept across dispatches: reallocating 256 KiB stacks whenever
+  // the threadgroup size changes made alternating dispatches ten times slower.
+  if (tg.fibers.size() < n) tg.fibers.resize(n);
+  for (unsigned i = 0; i < n; i++)
+    if (tg.fibers[i].stack.size() != 256 * 1024) tg.fibers[i].stack.assign(256 * 1024, 0);
+  tg.count = n;
   unsigned nsg = (n + 31) / 32;
   tg.simd.assign(nsg, SimdGroup{});
   for (unsigned s = 0; s < nsg; s++) tg.simd[s].size = std::min(32u, n - s * 32);

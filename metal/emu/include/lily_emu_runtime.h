@@ -34,7 +34,8 @@ struct SimdGroup {
 };
 
 struct Threadgroup {
-  std::vector<Fiber> fibers;
+  std::vector<Fiber> fibers;  // grown to the largest threadgroup seen; the first count run
+  size_t count = 0;
   std::vector<SimdGroup> simd;
   unsigned barrier_arrived[2] = {0, 0}, barrier_read[2] = {0, 0};
   bool barrier_released[2] = {false, false};
@@ -114,13 +115,13 @@ inline void fiber_main() {
 // Runs one threadgroup of n threads (builtins prefilled per fiber) to completion.
 inline void run_threadgroup(Threadgroup& tg, void (*entry)(const Builtins&)) {
   tg.entry = entry;
-  tg.live = unsigned(tg.fibers.size());
+  tg.live = unsigned(tg.count);
   for (int g = 0; g < 2; g++) {
     tg.barrier_arrived[g] = tg.barrier_read[g] = 0;
     tg.barrier_released[g] = false;
   }
   current() = &tg;
-  for (size_t i = 0; i < tg.fibers.size(); i++) {
+  for (size_t i = 0; i < tg.count; i++) {
     Fiber& f = tg.fibers[i];
     f.wait = kRunnable;
     f.barrier_gen = f.simd_gen = 0;
@@ -132,7 +133,7 @@ inline void run_threadgroup(Threadgroup& tg, void (*entry)(const Builtins&)) {
   }
   for (;;) {
     bool progress = false, all_done = true;
-    for (size_t i = 0; i < tg.fibers.size(); i++) {
+    for (size_t i = 0; i < tg.count; i++) {
       Fiber& f = tg.fibers[i];
       if (f.wait == kDone) continue;
       all_done = false;
