@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/lily-engine/lily/fast"
 	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -34,11 +37,18 @@ func openBackend(dir, backend, device string, ctxSize int) (*loaded, error) {
 		ck.Close()
 		return nil, err
 	}
-	return &loaded{dir: dir, ck: ck, backend: b, close: ck.Close}, nil
+	closeAll := ck.Close
+	if c, ok := b.(io.Closer); ok {
+		closeAll = func() error { return errors.Join(c.Close(), ck.Close()) }
+	}
+	return &loaded{dir: dir, ck: ck, backend: b, close: closeAll}, nil
 }
 
-// buildBackend makes "ref" (the oracle) or "fast" (device "cpu" or "" for the CPU plans) over an
-// open checkpoint. ctxSize bounds a session's length (0: the model's maximum).
+// buildBackend makes "ref" (the oracle) or "fast" over an open checkpoint. The fast backend runs on
+// device "cpu" (the fast/cpu kernels), "metal" (the GPU, darwin/arm64) or "metal-emu" (the Metal
+// engine on the CPU emulator: slow, for checking kernels anywhere); "" picks metal when a GPU is
+// there and cpu otherwise. ctxSize bounds a session's length (0: the model's maximum). A backend
+// that holds a device implements io.Closer.
 func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int) (engine.Backend, error) {
 	switch backend {
 	case "ref":
@@ -51,10 +61,18 @@ func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int
 		}
 		return ref.NewBackend(m), nil
 	case "fast":
-		if device != "" && device != "cpu" {
-			return nil, fmt.Errorf("--device %s is not available in this build", device)
+		switch device {
+		case "":
+			if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
+				return b, nil
+			}
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), ctxSize)
+		case "cpu":
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), ctxSize)
+		case "metal", "metal-emu":
+			return metal.OpenBackend(ck.Weights, device, ctxSize)
 		}
-		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), ctxSize)
+		return nil, fmt.Errorf("unknown --device %q (want cpu, metal or metal-emu)", device)
 	}
 	return nil, fmt.Errorf("unknown backend %q (want ref or fast)", backend)
 }

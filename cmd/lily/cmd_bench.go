@@ -23,7 +23,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	backend := fs.String("backend", "fast", "backend: ref or fast")
-	device := fs.String("device", "", "device of the fast backend: cpu (default)")
+	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")

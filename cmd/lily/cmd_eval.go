@@ -24,7 +24,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	backend := fs.String("backend", "fast", "backend under test: ref or fast")
 	against := fs.String("against", "ref", "backend to compare with: ref or fast")
-	device := fs.String("device", "", "device of the fast backend: cpu (default)")
+	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	positions := fs.Int("positions", 192, "next-token predictions to compare (the sequence has positions+1 tokens)")
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
 	seed := fs.Uint64("seed", 1, "seed of the random token sequence")

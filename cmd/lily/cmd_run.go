@@ -15,20 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
-	"github.com/lily-engine/lily/ref"
 )
-
-// loadWeights opens the checkpoint in dir (memory-mapped). It returns the weights and a function
-// that releases the mapping.
-func loadWeights(dir string) (*checkpoint.Weights, func() error, error) {
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ck.Weights, ck.Close, nil
-}
 
 // runResult is the --json output of lily run.
 type runResult struct {
@@ -51,6 +39,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (required)")
 	backend := fs.String("backend", "ref", "backend: ref or fast")
+	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	prompt := fs.String("prompt", "", "prompt text")
 	chat := fs.Bool("chat", false, "render --prompt as one user turn of the chat template")
 	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
@@ -76,8 +65,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected arguments %q", fs.Args())
-	case *model == "":
-		return usageErr("--model is required")
 	case fs.Changed("prompt") == fs.Changed("prompt-ids"):
 		return usageErr("give exactly one of --prompt and --prompt-ids")
 	case *chat && !fs.Changed("prompt"):
@@ -91,35 +78,31 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily run: %v\n", err)
 		return 1
 	}
-	if *backend == "fast" {
-		return fail(errors.New("backend fast is not available yet; use --backend ref"))
-	}
 	var ids []int32
 	var err error
 	if fs.Changed("prompt-ids") {
 		if ids, err = parseIDs(*idsFlag); err != nil {
 			return usageErr("--prompt-ids: %v", err)
 		}
-	} else if ids, err = encodePrompt(*model, *prompt, *chat); err != nil {
-		return fail(err)
 	}
-
-	w, release, err := loadWeights(*model)
+	var l *loaded
+	l, err = openBackend(*model, *backend, *device, 0)
 	if err != nil {
 		return fail(err)
 	}
-	defer release()
-	m, err := ref.New(w)
-	if err != nil {
-		return fail(err)
+	defer l.close()
+	if !fs.Changed("prompt-ids") {
+		if ids, err = encodePrompt(l.dir, *prompt, *chat); err != nil {
+			return fail(err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := generate(ctx, ref.NewBackend(m), ids, *maxTokens, *topK, w.Config.EOSTokenIDs)
+	res, err := generate(ctx, l.backend, ids, *maxTokens, *topK, l.ck.Config.EOSTokenIDs)
 	if err != nil {
 		return fail(err)
 	}
-	if res.Text, err = detokenize(*model, res.TokenIDs); err != nil {
+	if res.Text, err = detokenize(l.dir, res.TokenIDs); err != nil {
 		fmt.Fprintf(stderr, "lily run: text left empty: %v\n", err)
 	}
 	if *asJSON {

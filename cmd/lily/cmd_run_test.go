@@ -89,19 +89,20 @@ func TestParseIDs(t *testing.T) {
 }
 
 func TestRunFlagErrors(t *testing.T) {
+	t.Setenv("HF_HUB_CACHE", t.TempDir()) // an empty cache: no real checkpoint to find
 	for _, c := range []struct {
 		args []string
 		code int
 		msg  string
 	}{
-		{[]string{"--prompt-ids", "1"}, 2, "--model is required"},
+		{[]string{"--prompt-ids", "1"}, 1, "hf download mlx-community/Qwen3.6-35B-A3B-4bit"},
 		{[]string{"--model", "d"}, 2, "exactly one"},
 		{[]string{"--model", "d", "--prompt", "x", "--prompt-ids", "1"}, 2, "exactly one"},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--chat"}, 2, "--chat needs --prompt"},
 		{[]string{"--model", "d", "--prompt-ids", "1,a"}, 2, "not a token id"},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "gpu"}, 2, "unknown --backend"},
-		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "fast"}, 1, "not available"},
-		{[]string{"--model", "d", "--prompt", "hi"}, 1, "tokenizer.json"},
+		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "fast"}, 1, "stat d"},
+		{[]string{"--model", "d", "--prompt-ids", "1", "--device", "tpu"}, 1, "stat d"},
 	} {
 		var out, errb bytes.Buffer
 		if code := cmdRun(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.msg) {
