@@ -70,7 +70,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	st := l.ck.Stats()
-	rep := bench.Summarize(*backend, rs, st.DecodeBytesPerToken, 2*float64(st.ParamsActive), mach.memReadGBs, mach.peakGFLOPs)
+	// A prompt token costs 2 FLOPs per active matrix parameter, except lm_head, which prefill applies
+	// to the last position only.
+	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
+	rep := bench.Summarize(*backend, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), mach.memReadGBs, mach.peakGFLOPs)
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			return fail(err)
