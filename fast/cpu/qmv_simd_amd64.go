@@ -8,10 +8,11 @@ import (
 )
 
 // Thread mapping of the SIMD mat-vecs: the pool hands each worker ranges of rows that start at a
-// multiple of 8; a worker runs blocks of 8 rows. Per block it first converts the 8 rows' bf16 scales
-// to float32 and their bias terms Σ_g bias·Σx to scalars (plain Go, clean YMM state), then runs one
-// row at a time through the vector loop (one accumulator vector per row, broadcast scale per group),
-// reduces the 8 row vectors to one vector of 8 results and stores it, then adds the bias terms.
+// multiple of 8; a worker runs blocks of 8 rows. Per row it converts the bf16 scales to a float32
+// table and accumulates the bias term Σ_g bias·Σx as a vector (prepRowSIMD; plain Go in prepRow
+// when the group count is not a multiple of 8), then runs the vector loop (one accumulator vector
+// per row, broadcast scale per group). The 8 row vectors are reduced to one vector of 8 results and
+// stored together.
 
 // scaleTable holds one row block's per-group multipliers (plus padding for bcast's 16-byte load).
 type scaleTable [rowBlock][MaxIn/GroupSize + 4]float32
@@ -39,20 +40,17 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 	var r [rowBlock]archsimd.Float32x8
 	for o0 := lo; o0 < hi; o0 += rowBlock {
 		n := min(rowBlock, hi-o0)
-		for j := range n {
-			sc := m.Scales[(o0+j)*groups : (o0+j+1)*groups]
-			bi := m.Biases[(o0+j)*groups : (o0+j+1)*groups]
-			var b float32
-			for g := range groups {
-				sf[j][g] = BF16(sc[g])
-				if kind == kindQ4A8 {
-					sf[j][g] *= v.d[g]
-				}
-				b += BF16(bi[g]) * v.sum[g]
+		if groups%8 != 0 {
+			// Scalar preparation (clean YMM state: storeRows cleared it, as did the caller).
+			for j := range n {
+				bt[j] = prepRow(&sf[j], m, v, o0+j, kind)
 			}
-			bt[j] = b
 		}
 		for j := range n {
+			var bias archsimd.Float32x8
+			if groups%8 == 0 {
+				bias = prepRowSIMD(&sf[j], m, v, o0+j, kind)
+			}
 			w := unsafe.Pointer(unsafe.SliceData(m.W[(o0+j)*rb : (o0+j+1)*rb]))
 			switch kind {
 			case kindQ4:
@@ -62,12 +60,51 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 			default:
 				r[j] = qmvQ8Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.q)))
 			}
+			r[j] = r[j].Add(bias)
 		}
 		storeRows(y[o0:o0+n], &r, n)
-		for j := range n {
-			y[o0+j] += bt[j]
+		if groups%8 != 0 {
+			for j := range n {
+				y[o0+j] += bt[j]
+			}
 		}
 	}
+}
+
+// prepRow writes row o's per-group multipliers (scale, or scale·d for int8 activations) into sf and
+// returns its bias term Σ_g bias·Σx, in scalar code.
+func prepRow(sf *[MaxIn/GroupSize + 4]float32, m *QMat, v *Vec, o int, kind qmvKind) float32 {
+	groups := m.Groups()
+	sc, bi := m.Scales[o*groups:(o+1)*groups], m.Biases[o*groups:(o+1)*groups]
+	var b float32
+	for g := range groups {
+		sf[g] = BF16(sc[g])
+		if kind == kindQ4A8 {
+			sf[g] *= v.d[g]
+		}
+		b += BF16(bi[g]) * v.sum[g]
+	}
+	return b
+}
+
+// prepRowSIMD is prepRow in vectors for a group count that is a multiple of 8; the bias term comes
+// back as a vector whose lanes sum to it.
+func prepRowSIMD(sf *[MaxIn/GroupSize + 4]float32, m *QMat, v *Vec, o int, kind qmvKind) archsimd.Float32x8 {
+	groups := m.Groups()
+	sc := unsafe.Pointer(unsafe.SliceData(m.Scales[o*groups : (o+1)*groups]))
+	bi := unsafe.Pointer(unsafe.SliceData(m.Biases[o*groups : (o+1)*groups]))
+	sum, d := unsafe.Pointer(unsafe.SliceData(v.sum)), unsafe.Pointer(unsafe.SliceData(v.d))
+	c16 := archsimd.BroadcastUint32x8(16)
+	var acc archsimd.Float32x8
+	for g := 0; g < groups; g += 8 {
+		s := bf16x8(unsafe.Add(sc, 2*g), c16)
+		if kind == kindQ4A8 {
+			s = s.Mul(f32x8(unsafe.Add(d, 4*g)))
+		}
+		s.Store((*[8]float32)(sf[g : g+8]))
+		acc = bf16x8(unsafe.Add(bi, 2*g), c16).MulAdd(f32x8(unsafe.Add(sum, 4*g)), acc)
+	}
+	return acc
 }
 
 // qmv4Row returns a vector whose lanes sum to Σ_g sf[g]·(Σ_{i∈g} x_i·q_i) for one 4-bit row at w.
