@@ -114,9 +114,9 @@ func qmv4Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 	mask := archsimd.BroadcastUint32x8(0xF)
 	c4 := archsimd.BroadcastUint32x8(4)
 	var tot archsimd.Float32x8
-	for g := range groups {
-		q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(w, g*32)))
-		x := unsafe.Add(xp, g*GroupSize*4)
+	sp, x := unsafe.Pointer(sf), xp
+	for end := unsafe.Add(w, 32*groups); w != end; w, x, sp = unsafe.Add(w, 32), unsafe.Add(x, 4*GroupSize), unsafe.Add(sp, 4) {
+		q := archsimd.LoadUint32x8((*[8]uint32)(w))
 		a0 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(x))
 		q = q.ShiftRight(c4)
 		a1 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(unsafe.Add(x, 32)))
@@ -132,7 +132,7 @@ func qmv4Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 		a0 = q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 192)), a0)
 		q = q.ShiftRight(c4)
 		a1 = q.AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 224)), a1)
-		tot = a0.Add(a1).MulAdd(bcast(unsafe.Pointer(&sf[g])), tot)
+		tot = a0.Add(a1).MulAdd(bcast(sp), tot)
 	}
 	return tot
 }
@@ -143,9 +143,9 @@ func qmv8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 	mask := archsimd.BroadcastUint32x8(0xFF)
 	c8 := archsimd.BroadcastUint32x8(8)
 	var tot archsimd.Float32x8
-	for g := range groups {
-		x := unsafe.Add(xp, g*GroupSize*4)
-		q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(w, g*64)))
+	sp, x := unsafe.Pointer(sf), xp
+	for end := unsafe.Add(w, 64*groups); w != end; w, x, sp = unsafe.Add(w, 64), unsafe.Add(x, 4*GroupSize), unsafe.Add(sp, 4) {
+		q := archsimd.LoadUint32x8((*[8]uint32)(w))
 		a0 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(x))
 		q = q.ShiftRight(c8)
 		a1 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(unsafe.Add(x, 32)))
@@ -153,7 +153,7 @@ func qmv8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 		a0 = q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 64)), a0)
 		q = q.ShiftRight(c8)
 		a1 = q.AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 96)), a1)
-		q = archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(w, g*64+32)))
+		q = archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(w, 32)))
 		a0 = q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 128)), a0)
 		q = q.ShiftRight(c8)
 		a1 = q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 160)), a1)
@@ -161,7 +161,7 @@ func qmv8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 		a0 = q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 192)), a0)
 		q = q.ShiftRight(c8)
 		a1 = q.AsInt32x8().ConvertToFloat32().MulAdd(f32x8(unsafe.Add(x, 224)), a1)
-		tot = a0.Add(a1).MulAdd(bcast(unsafe.Pointer(&sf[g])), tot)
+		tot = a0.Add(a1).MulAdd(bcast(sp), tot)
 	}
 	return tot
 }
@@ -175,24 +175,27 @@ func qmvQ8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, qp
 	nib := archsimd.BroadcastUint8x32(0x0F)
 	ones := archsimd.BroadcastInt16x16(1)
 	c4 := archsimd.BroadcastUint32x8(4)
+	sp := unsafe.Pointer(sf)
 	var t0, t1 archsimd.Float32x8
-	g := 0
-	for ; g+2 <= groups; g += 2 {
-		t0 = q8Group(w, qp, g, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(unsafe.Pointer(&sf[g])), t0)
-		t1 = q8Group(w, qp, g+1, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(unsafe.Pointer(&sf[g+1])), t1)
+	// Pointers advance instead of being recomputed from g: fewer integer instructions per group.
+	for end := unsafe.Add(w, 32*(groups&^1)); w != end; {
+		t0 = q8Group(w, qp, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(sp), t0)
+		t1 = q8Group(unsafe.Add(w, 32), unsafe.Add(qp, 64), nib, c4, ones).ConvertToFloat32().MulAdd(bcast(unsafe.Add(sp, 4)), t1)
+		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 128), unsafe.Add(sp, 8)
 	}
-	if g < groups {
-		t0 = q8Group(w, qp, g, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(unsafe.Pointer(&sf[g])), t0)
+	if groups&1 != 0 {
+		t0 = q8Group(w, qp, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(sp), t0)
 	}
 	return t0.Add(t1)
 }
 
-// q8Group returns the integer dot products of group g, spread over 8 int32 lanes.
-func q8Group(w, qp unsafe.Pointer, g int, nib archsimd.Uint8x32, c4 archsimd.Uint32x8, ones archsimd.Int16x16) archsimd.Int32x8 {
-	q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(w, g*32)))
+// q8Group returns the integer dot products of the group at w (32 packed bytes) and qp (64 int8),
+// spread over 8 int32 lanes.
+func q8Group(w, qp unsafe.Pointer, nib archsimd.Uint8x32, c4 archsimd.Uint32x8, ones archsimd.Int16x16) archsimd.Int32x8 {
+	q := archsimd.LoadUint32x8((*[8]uint32)(w))
 	ql := q.AsUint8x32().And(nib)
 	qh := q.ShiftRight(c4).AsUint8x32().And(nib)
-	xl := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(qp, g*GroupSize)))
-	xh := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(qp, g*GroupSize+32)))
+	xl := archsimd.LoadInt8x32((*[32]int8)(qp))
+	xh := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(qp, 32)))
 	return ql.DotProductPairsSaturated(xl).Add(qh.DotProductPairsSaturated(xh)).DotProductPairs(ones)
 }
