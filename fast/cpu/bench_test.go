@@ -43,22 +43,33 @@ var bwBuffer = sync.OnceValue(func() []uint64 {
 
 // pairedRounds is how many times benchmarks alternate one pass of the kernel over its cold data with
 // one streaming-read pass. On a shared machine the load changes from second to second; the best of
-// each, taken from interleaved rounds, is the fairest ratio one run can give.
-const pairedRounds = 3
+// each, taken from interleaved rounds, is the fairest ratio one run can give. The portable kernels,
+// ten times slower, get fewer rounds.
+func pairedRounds(k *Kernels) int {
+	if k.SIMD() {
+		return 9
+	}
+	return 2
+}
 
 // passBytes is how much weight data one timed pass of rooflineFrac reads. Passes continue cyclically
 // through the benchColdBytes set, so the data they read was last touched 96 MiB earlier.
 const passBytes = 32 << 20
 
-// rooflineFrac alternates pass (which returns the weight bytes it read) with a read-bandwidth pass on
-// k's pool, and returns the best kernel GB/s and its fraction of the best bandwidth.
+// rooflineFrac alternates pass (which returns the weight bytes it read) with a read-bandwidth pass
+// of the same size (passBytes, the next window of the 256 MiB buffer) on k's pool, and returns the
+// best kernel GB/s and its fraction of the best bandwidth. Equal sizes give both the same chance of
+// catching a quiet moment on a shared machine.
 func rooflineFrac(k *Kernels, pass func() int64) (gbs, frac float64) {
+	buf := bwBuffer()
+	win := passBytes / 8
 	var bw float64
-	for range pairedRounds {
+	for r := range pairedRounds(k) {
 		start := time.Now()
 		n := pass()
 		gbs = max(gbs, float64(n)/time.Since(start).Seconds()/1e9)
-		bw = max(bw, readBandwidth(k.pool, k.f.readSum, bwBuffer(), 1))
+		off := (r * win) % len(buf)
+		bw = max(bw, readBandwidth(k.pool, k.f.readSum, buf[off:off+win], 1))
 	}
 	return gbs, gbs / bw
 }

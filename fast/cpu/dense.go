@@ -21,6 +21,10 @@ func (k *Kernels) BF16MatVec(y []float32, w []uint16, out, in int, x []float32) 
 	if len(w) < out*in || len(x) < in || len(y) < out {
 		panic(fmt.Sprintf("cpu: BF16MatVec: W %d for [%d, %d], x [%d], y [%d]", len(w), out, in, len(x), len(y)))
 	}
+	if 2*out*in <= inlineBytes {
+		k.f.bf16mv(y, w, in, x[:in], 0, out)
+		return
+	}
 	k.bmv = bf16Task{rows: k.f.bf16mv, y: y[:out], w: w, in: in, x: x[:in]}
 	k.pool.RunTask((out+rowBlock-1)/rowBlock, &k.bmv)
 	k.bmv = bf16Task{}

@@ -10,7 +10,7 @@
 // Decode mat-vecs: prepare the input once ([Vec.PrepareQ8]) and call [Kernels.QMatVecQ8] for 4-bit
 // matrices, [Kernels.QMatVec] for 8-bit ones (the router). QMatVecQ8 rounds the activations to int8
 // per group of 64 (x ≈ d·q, d = max|x|/127, as llama.cpp's Q8 path) and sums exact integer products;
-// on this project's 2-core AVX2 machines its inner loop costs about a third of the float32 one
+// on this project's 2-core AVX2 machines its inner loop costs less than half of the float32 one
 // (BenchmarkQMatVecCPU), which is what lets one core keep up with DRAM. Its error budget, checked by
 // TestQMatVecQ8Budget: |y − y_exact| ≤ Σ_g |scale_g|·(d_g/2)·Σ_{i∈g} q_i (plus float32 rounding);
 // on random data the observed error is about 0.5% of rms(y) (about one bf16 ulp), 1.5% of rms(y) at

@@ -106,7 +106,15 @@ func (k *Kernels) QMatVecQ8(y []float32, m *QMat, v *Vec) {
 	k.runMV(k.f.qmvQ8, y, m, v)
 }
 
+// inlineBytes is the matrix size under which a mat-vec runs on the calling goroutine alone: waking a
+// worker costs microseconds (more on a loaded machine), as much as reading 32 KB.
+const inlineBytes = 32 << 10
+
 func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
+	if m.Out*m.RowBytes() <= inlineBytes {
+		rows(y, m, v, 0, m.Out)
+		return
+	}
 	k.mv = qmvTask{rows: rows, y: y, m: m, v: v}
 	k.pool.RunTask((m.Out+rowBlock-1)/rowBlock, &k.mv)
 	k.mv = qmvTask{}
