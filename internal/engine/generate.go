@@ -74,6 +74,10 @@ type Request struct {
 	// (for chat, the start of the last turn, which re-renders identically). Outside 1..len(Prompt)-1
 	// it means len(Prompt)-1.
 	CachePrefix int
+	// OnPrefill, when set, is called once the prompt is prefilled, with the result so far
+	// (PromptLogprobs, CachedTokens); an error ends generation. Streams use it to send the scored
+	// prompt before the first generated token.
+	OnPrefill func(*Result) error
 }
 
 // Token is one token with its scores.
@@ -168,6 +172,11 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 	logits, err := e.prefill(ctx, r, res)
 	if err != nil {
 		return nil, err
+	}
+	if r.OnPrefill != nil {
+		if err := r.OnPrefill(res); err != nil {
+			return nil, err
+		}
 	}
 	if r.MaxTokens == 0 {
 		res.Finish = FinishLength

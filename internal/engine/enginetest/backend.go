@@ -27,6 +27,9 @@ type Backend struct {
 	// Prefill peak at Script[0], the k-th Decode after it at Script[k], then at End forever.
 	Script []int32
 	End    int32
+	// Respond, when set, picks the script for each prompt (called at every Prefill with all the
+	// session's tokens); it overrides Script.
+	Respond func(prompt []int32) []int32
 	// DecodeDelay is slept in every Decode; PrefillDelay per prefilled token (with ctx checks).
 	DecodeDelay, PrefillDelay time.Duration
 	// NoSnapshot makes Snapshot fail, as a backend without prompt caching would.
@@ -64,6 +67,7 @@ type session struct {
 	b         *Backend
 	toks      []int32
 	promptEnd int // position of the last prefilled token
+	script    []int32
 	closed    bool
 }
 
@@ -74,9 +78,9 @@ func (s *snapshot) Len() int { return len(s.toks) }
 func (s *session) Len() int { return len(s.toks) }
 
 func (s *session) target(pos int) int32 {
-	if s.b.Script != nil && pos >= s.promptEnd {
-		if k := pos - s.promptEnd; k < len(s.b.Script) {
-			return s.b.Script[k]
+	if s.script != nil && pos >= s.promptEnd {
+		if k := pos - s.promptEnd; k < len(s.script) {
+			return s.script[k]
 		}
 		return s.b.End
 	}
@@ -95,6 +99,10 @@ func (s *session) Prefill(ctx context.Context, tokens []int32, each func(int, []
 	base := len(s.toks)
 	s.toks = append(s.toks, tokens...)
 	s.promptEnd = len(s.toks) - 1
+	s.script = s.b.Script
+	if s.b.Respond != nil {
+		s.script = s.b.Respond(s.toks)
+	}
 	for i := range tokens {
 		if s.b.PrefillDelay > 0 {
 			time.Sleep(s.b.PrefillDelay)
