@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,7 +145,7 @@ func writeError(w http.ResponseWriter, err error) int {
 
 // writeJSON writes v as the response body with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error: encoding the response","type":"server_error","param":null,"code":"internal_error"}}`)
 	}
@@ -164,4 +165,15 @@ func jsonPath(field string) string {
 		}
 	}
 	return strings.Join(out, ".")
+}
+
+// marshal encodes v as JSON without HTML escaping (model text keeps its < and >).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -141,6 +141,7 @@ type fakeParser struct {
 	mode  string // reasoning, content, tool
 	buf   string
 	calls int
+	fresh bool // content just started: drop leading newlines
 }
 
 // heldPrefix is the length of the longest suffix of s that starts tag.
@@ -166,6 +167,12 @@ func (p *fakeParser) Add(chunk string) []server.Delta {
 	for {
 		switch p.mode {
 		case "reasoning", "content":
+			if p.mode == "content" && p.fresh {
+				if p.buf = strings.TrimLeft(p.buf, "\n"); p.buf == "" {
+					return out
+				}
+				p.fresh = false
+			}
 			tag := "</think>"
 			if p.mode == "content" {
 				tag = "<tool_call>"
@@ -176,7 +183,7 @@ func (p *fakeParser) Add(chunk string) []server.Delta {
 				}
 				p.buf = p.buf[i+len(tag):]
 				if p.mode == "reasoning" {
-					p.mode, p.buf = "content", strings.TrimLeft(p.buf, "\n")
+					p.mode, p.fresh = "content", true
 				} else {
 					p.mode = "tool"
 				}
@@ -205,7 +212,7 @@ func (p *fakeParser) Add(chunk string) []server.Delta {
 					server.Delta{ToolCall: &server.ToolCallDelta{Index: p.calls, Arguments: args[half:]}})
 				p.calls++
 			}
-			p.mode, p.buf = "content", strings.TrimLeft(p.buf[i+len("</tool_call>"):], "\n")
+			p.mode, p.buf, p.fresh = "content", p.buf[i+len("</tool_call>"):], true
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
@@ -72,7 +71,7 @@ func (s *sseWriter) writeLocked(b []byte) {
 
 // event writes one `data:` event holding v as JSON and returns the first write error so far.
 func (s *sseWriter) event(v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		return err
 	}
