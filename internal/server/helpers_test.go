@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,3 +123,5 @@ func sseEvents(body string) []string {
 	}
 	return out
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
