@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/lily-engine/lily/internal/server/servertest"
 	"math"
 	"slices"
 	"strings"
@@ -20,36 +21,36 @@ func decodeCompletion(t *testing.T, body string) server.CompletionResponse {
 }
 
 func TestCompletionStringAndIDs(t *testing.T) {
-	e := newEnv(t)
-	e.script("world")
-	code, body := e.post("/v1/completions", `{"model":"qwen-test","prompt":"Hello ","return_token_ids":true}`)
+	e := servertest.New(t)
+	e.Script("world")
+	code, body := e.Post("/v1/completions", `{"model":"qwen-test","prompt":"Hello ","return_token_ids":true}`)
 	r := decodeCompletion(t, body)
 	c := r.Choices[0]
 	if code != 200 || c.Text != "world" || str(c.FinishReason) != "stop" || r.Object != "text_completion" {
 		t.Fatalf("%d %s", code, body)
 	}
-	if !slices.Equal(c.PromptTokenIDs, e.tok.Encode("Hello ")) || !slices.Equal(c.TokenIDs, append(e.tok.Encode("world"), idIMEnd)) {
+	if !slices.Equal(c.PromptTokenIDs, e.Tok.Encode("Hello ")) || !slices.Equal(c.TokenIDs, append(e.Tok.Encode("world"), servertest.IDIMEnd)) {
 		t.Fatalf("ids %v %v", c.PromptTokenIDs, c.TokenIDs)
 	}
-	ids, _ := json.Marshal(e.tok.Encode("Hello "))
-	_, body2 := e.post("/v1/completions", `{"prompt":`+string(ids)+`,"return_token_ids":true}`)
+	ids, _ := json.Marshal(e.Tok.Encode("Hello "))
+	_, body2 := e.Post("/v1/completions", `{"prompt":`+string(ids)+`,"return_token_ids":true}`)
 	if r2 := decodeCompletion(t, body2); r2.Choices[0].Text != "world" || !slices.Equal(r2.Choices[0].PromptTokenIDs, c.PromptTokenIDs) {
 		t.Fatalf("id prompt: %s", body2)
 	}
-	_, body3 := e.post("/v1/completions", `{"prompt":[`+string(ids)+`]}`)
+	_, body3 := e.Post("/v1/completions", `{"prompt":[`+string(ids)+`]}`)
 	if r3 := decodeCompletion(t, body3); r3.Choices[0].Text != "world" {
 		t.Fatalf("nested id prompt: %s", body3)
 	}
-	_, body4 := e.post("/v1/completions", `{"prompt":"Hello ","max_tokens":3,"echo":true}`)
+	_, body4 := e.Post("/v1/completions", `{"prompt":"Hello ","max_tokens":3,"echo":true}`)
 	if r4 := decodeCompletion(t, body4); r4.Choices[0].Text != "Hello wor" || str(r4.Choices[0].FinishReason) != "length" {
 		t.Fatalf("echo: %s", body4)
 	}
 }
 
 func TestCompletionScoring(t *testing.T) {
-	e := newEnv(t)
-	e.b.Script = nil // the fake's rule scores every position
-	code, body := e.post("/v1/completions", `{"prompt":"abcd","max_tokens":0,"echo":true,"logprobs":1}`)
+	e := servertest.New(t)
+	e.B.Script = nil // the fake's rule scores every position
+	code, body := e.Post("/v1/completions", `{"prompt":"abcd","max_tokens":0,"echo":true,"logprobs":1}`)
 	r := decodeCompletion(t, body)
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
@@ -64,10 +65,10 @@ func TestCompletionScoring(t *testing.T) {
 		t.Fatalf("logprobs %+v", lp)
 	}
 	// Token i is scored by the logits at i-1, which peak at the fake's Next(prev, i-1).
-	ids := e.tok.Encode("abcd")
+	ids := e.Tok.Encode("abcd")
 	for i := 1; i < 4; i++ {
-		target := e.b.Next(ids[i-1], i-1)
-		l := e.b.Logits(target)
+		target := e.B.Next(ids[i-1], i-1)
+		l := e.B.Logits(target)
 		var z float64
 		for _, x := range l {
 			z += math.Exp(float64(x))
@@ -81,7 +82,7 @@ func TestCompletionScoring(t *testing.T) {
 		}
 	}
 	// Generation after echo continues the offsets and scores.
-	_, body = e.post("/v1/completions", `{"prompt":"abcd","max_tokens":2,"echo":true,"logprobs":0}`)
+	_, body = e.Post("/v1/completions", `{"prompt":"abcd","max_tokens":2,"echo":true,"logprobs":0}`)
 	r = decodeCompletion(t, body)
 	if lp := r.Choices[0].Logprobs; len(lp.Tokens) != 6 || lp.TokenLogprobs[5] == nil || lp.TextOffset[5] != 5 ||
 		!strings.HasPrefix(r.Choices[0].Text, "abcd") {
@@ -90,39 +91,39 @@ func TestCompletionScoring(t *testing.T) {
 }
 
 func TestTokenizeDetokenize(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.CtxSize = 300 })
-	code, body := e.post("/tokenize", `{"prompt":"hi<|im_end|>","return_token_strs":true}`)
+	e := servertest.New(t, func(c *server.Config) { c.CtxSize = 300 })
+	code, body := e.Post("/tokenize", `{"prompt":"hi<|im_end|>","return_token_strs":true}`)
 	var tr server.TokenizeResponse
 	if err := json.Unmarshal([]byte(body), &tr); err != nil || code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
-	if tr.Count != 3 || !slices.Equal(tr.Tokens, e.tok.Encode("hi<|im_end|>")) || tr.MaxModelLen != 300 ||
+	if tr.Count != 3 || !slices.Equal(tr.Tokens, e.Tok.Encode("hi<|im_end|>")) || tr.MaxModelLen != 300 ||
 		!slices.Equal(tr.TokenStrs, []string{"h", "i", "<|im_end|>"}) {
 		t.Fatalf("%+v", tr)
 	}
-	_, body = e.post("/tokenize", `{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":false}`)
-	if err := json.Unmarshal([]byte(body), &tr); err != nil || !slices.Equal(tr.Tokens, e.tok.Encode("<|im_start|>user\nx<|im_end|>\n")) {
+	_, body = e.Post("/tokenize", `{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":false}`)
+	if err := json.Unmarshal([]byte(body), &tr); err != nil || !slices.Equal(tr.Tokens, e.Tok.Encode("<|im_start|>user\nx<|im_end|>\n")) {
 		t.Fatalf("chat tokenize: %s", body)
 	}
-	ids, _ := json.Marshal(e.tok.Encode("a<|im_end|>b"))
-	_, body = e.post("/detokenize", `{"tokens":`+string(ids)+`}`)
+	ids, _ := json.Marshal(e.Tok.Encode("a<|im_end|>b"))
+	_, body = e.Post("/detokenize", `{"tokens":`+string(ids)+`}`)
 	if body != `{"prompt":"a<|im_end|>b"}`+"\n" {
 		t.Fatalf("detokenize: %s", body)
 	}
 }
 
 func TestModelsAndHealth(t *testing.T) {
-	e := newEnv(t)
-	code, _, body := e.do("GET", "/v1/models", "")
+	e := servertest.New(t)
+	code, _, body := e.Do("GET", "/v1/models", "")
 	var ml server.ModelList
-	if err := json.Unmarshal([]byte(body), &ml); err != nil || code != 200 || len(ml.Data) != 1 || ml.Data[0].ID != modelName ||
+	if err := json.Unmarshal([]byte(body), &ml); err != nil || code != 200 || len(ml.Data) != 1 || ml.Data[0].ID != servertest.ModelName ||
 		ml.Data[0].MaxModelLen != 512 || ml.Object != "list" {
 		t.Fatalf("%d %s", code, body)
 	}
-	if code, _, body := e.do("GET", "/health", ""); code != 200 || !strings.Contains(body, "ok") {
+	if code, _, body := e.Do("GET", "/health", ""); code != 200 || !strings.Contains(body, "ok") {
 		t.Fatalf("%d %s", code, body)
 	}
-	if !strings.Contains(e.logs.String(), "path=/health status=200") {
-		t.Fatalf("no request log: %s", e.logs.String())
+	if !strings.Contains(e.Logs.String(), "path=/health status=200") {
+		t.Fatalf("no request log: %s", e.Logs.String())
 	}
 }

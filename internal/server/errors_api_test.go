@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/lily-engine/lily/internal/server/servertest"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,10 +28,10 @@ func str(p *string) string {
 }
 
 func TestErrorResponses(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.CtxSize = 100; c.MaxBody = 4096 })
-	e.script("hi")
+	e := servertest.New(t, func(c *server.Config) { c.CtxSize = 100; c.MaxBody = 4096 })
+	e.Script("hi")
 	chat := func(extra string) string {
-		return `{"model":"` + modelName + `","messages":[{"role":"user","content":"hello"}]` + extra + `}`
+		return `{"model":"` + servertest.ModelName + `","messages":[{"role":"user","content":"hello"}]` + extra + `}`
 	}
 	tests := []struct {
 		name, method, path, body string
@@ -73,7 +74,7 @@ func TestErrorResponses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, hdr, body := e.do(tt.method, tt.path, tt.body)
+			code, hdr, body := e.Do(tt.method, tt.path, tt.body)
 			if code != tt.status {
 				t.Fatalf("status %d, want %d: %s", code, tt.status, body)
 			}
@@ -93,30 +94,30 @@ func TestErrorResponses(t *testing.T) {
 }
 
 func TestAPIKey(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.APIKey = "sekrit" })
+	e := servertest.New(t, func(c *server.Config) { c.APIKey = "sekrit" })
 	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "sekrit"}} {
-		code, hdr, body := e.do("GET", "/v1/models", "", h...)
+		code, hdr, body := e.Do("GET", "/v1/models", "", h...)
 		if code != http.StatusUnauthorized || str(errorOf(t, body).Code) != "invalid_api_key" || hdr.Get("WWW-Authenticate") == "" {
 			t.Fatalf("%v: %d %s", h, code, body)
 		}
 	}
-	if code, _, body := e.do("GET", "/v1/models", "", "Authorization", "Bearer sekrit"); code != 200 {
+	if code, _, body := e.Do("GET", "/v1/models", "", "Authorization", "Bearer sekrit"); code != 200 {
 		t.Fatalf("with key: %d %s", code, body)
 	}
-	if code, _, _ := e.do("GET", "/health", ""); code != 200 {
+	if code, _, _ := e.Do("GET", "/health", ""); code != 200 {
 		t.Fatalf("health needs no key: %d", code)
 	}
 }
 
 func TestHostAllowlist(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.AllowHosts = []string{"lily.internal"} })
+	e := servertest.New(t, func(c *server.Config) { c.AllowHosts = []string{"lily.internal"} })
 	for host, want := range map[string]int{
 		"localhost:8080": 200, "127.0.0.1": 200, "[::1]:9": 200, "LOCALHOST": 200, "lily.internal:80": 200,
 		"evil.example:8080": 403, "127.0.0.1.evil.example": 403,
 	} {
-		req, _ := http.NewRequest("GET", e.ts.URL+"/health", nil)
+		req, _ := http.NewRequest("GET", e.TS.URL+"/health", nil)
 		req.Host = host
-		resp, err := e.ts.Client().Do(req)
+		resp, err := e.TS.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,10 +127,10 @@ func TestHostAllowlist(t *testing.T) {
 		}
 	}
 	// Not bound to loopback: no allowlist.
-	open := newEnv(t, func(c *server.Config) { c.Loopback = false })
-	req, _ := http.NewRequest("GET", open.ts.URL+"/health", nil)
+	open := servertest.New(t, func(c *server.Config) { c.Loopback = false })
+	req, _ := http.NewRequest("GET", open.TS.URL+"/health", nil)
 	req.Host = "evil.example"
-	resp, err := open.ts.Client().Do(req)
+	resp, err := open.TS.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,17 +141,17 @@ func TestHostAllowlist(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.CORSOrigins = []string{"https://app.example"} })
+	e := servertest.New(t, func(c *server.Config) { c.CORSOrigins = []string{"https://app.example"} })
 	for origin, allowed := range map[string]bool{
 		"http://localhost:3000": true, "http://127.0.0.1": true, "https://app.example": true,
 		"https://evil.example": false, "null": false, "http://localhost.evil.example": false,
 	} {
-		_, hdr, _ := e.do("GET", "/v1/models", "", "Origin", origin)
+		_, hdr, _ := e.Do("GET", "/v1/models", "", "Origin", origin)
 		if got := hdr.Get("Access-Control-Allow-Origin"); (got == origin) != allowed || (!allowed && got != "") {
 			t.Errorf("origin %q: allow-origin %q", origin, got)
 		}
 	}
-	code, hdr, _ := e.do("OPTIONS", "/v1/chat/completions", "", "Origin", "http://localhost:5173",
+	code, hdr, _ := e.Do("OPTIONS", "/v1/chat/completions", "", "Origin", "http://localhost:5173",
 		"Access-Control-Request-Method", "POST")
 	if code != http.StatusNoContent || !strings.Contains(hdr.Get("Access-Control-Allow-Headers"), "Authorization") {
 		t.Fatalf("preflight: %d %v", code, hdr)
@@ -158,20 +159,20 @@ func TestCORS(t *testing.T) {
 }
 
 func TestPanicBecomes500(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.Model.Chat = panicChat{} })
-	code, body := e.post("/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
+	e := servertest.New(t, func(c *server.Config) { c.Model.Chat = panicChat{} })
+	code, body := e.Post("/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
 	if code != 500 || str(errorOf(t, body).Code) != "internal_error" {
 		t.Fatalf("%d %s", code, body)
 	}
-	if !strings.Contains(e.logs.String(), "panic in handler") {
-		t.Fatalf("no log line for the panic: %s", e.logs.String())
+	if !strings.Contains(e.Logs.String(), "panic in handler") {
+		t.Fatalf("no log line for the panic: %s", e.Logs.String())
 	}
-	if code, _, _ := e.do("GET", "/health", ""); code != 200 {
+	if code, _, _ := e.Do("GET", "/health", ""); code != 200 {
 		t.Fatalf("unhealthy after panic: %d", code)
 	}
 }
 
-type panicChat struct{ fakeChat }
+type panicChat struct{ servertest.Chat }
 
 func (panicChat) Render(json.RawMessage, json.RawMessage, server.RenderOptions) (string, error) {
 	panic("boom")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/lily-engine/lily/internal/server/servertest"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,7 +18,7 @@ func chunksOf(t *testing.T, body string) ([]server.ChatResponse, bool) {
 	t.Helper()
 	var out []server.ChatResponse
 	done := false
-	for _, d := range sseEvents(body) {
+	for _, d := range servertest.SSEEvents(body) {
 		if d == "[DONE]" {
 			done = true
 			continue
@@ -32,9 +33,9 @@ func chunksOf(t *testing.T, body string) ([]server.ChatResponse, bool) {
 }
 
 func TestChatStream(t *testing.T) {
-	e := newEnv(t)
-	e.script(`Hmm.</think>Calling.<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)
-	code, hdr, body := e.do("POST", "/v1/chat/completions", `{`+userHi+`,"stream":true,"stream_options":{"include_usage":true},
+	e := servertest.New(t)
+	e.Script(`Hmm.</think>Calling.<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)
+	code, hdr, body := e.Do("POST", "/v1/chat/completions", `{`+userHi+`,"stream":true,"stream_options":{"include_usage":true},
 		"tools":[{"type":"function","function":{"name":"get_weather"}}],"return_token_ids":true}`)
 	if code != 200 || hdr.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %v", code, hdr)
@@ -93,13 +94,13 @@ func TestChatStream(t *testing.T) {
 }
 
 func TestCompletionStream(t *testing.T) {
-	e := newEnv(t)
-	e.script("xyz")
-	_, body := e.post("/v1/completions", `{"prompt":"ab","stream":true,"echo":true,"logprobs":0}`)
+	e := servertest.New(t)
+	e.Script("xyz")
+	_, body := e.Post("/v1/completions", `{"prompt":"ab","stream":true,"echo":true,"logprobs":0}`)
 	var text strings.Builder
 	var tokens []string
 	finish := ""
-	for _, d := range sseEvents(body) {
+	for _, d := range servertest.SSEEvents(body) {
 		if d == "[DONE]" {
 			continue
 		}
@@ -124,10 +125,10 @@ func TestCompletionStream(t *testing.T) {
 }
 
 func TestStreamKeepAlive(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.KeepAlive = 10 * time.Millisecond })
-	e.b.PrefillDelay = 4 * time.Millisecond // ~30 prompt tokens: a 120 ms prefill
-	e.script("ok")
-	_, body := e.post("/v1/chat/completions", `{`+userHi+`,"stream":true}`)
+	e := servertest.New(t, func(c *server.Config) { c.KeepAlive = 10 * time.Millisecond })
+	e.B.PrefillDelay = 4 * time.Millisecond // ~30 prompt tokens: a 120 ms prefill
+	e.Script("ok")
+	_, body := e.Post("/v1/chat/completions", `{`+userHi+`,"stream":true}`)
 	if !strings.Contains(body, "\n: keep-alive\n\n") && !strings.HasPrefix(body, ": keep-alive\n\n") {
 		t.Fatalf("no keep-alive during a long prefill: %q", body)
 	}
@@ -137,11 +138,11 @@ func TestStreamKeepAlive(t *testing.T) {
 }
 
 // streamUntil starts a streamed chat and returns once a chunk carrying generated text arrived.
-func streamUntil(t *testing.T, e *env, ctx context.Context, wantText bool) (*http.Response, *bufio.Reader) {
+func streamUntil(t *testing.T, e *servertest.Env, ctx context.Context, wantText bool) (*http.Response, *bufio.Reader) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "POST", e.ts.URL+"/v1/chat/completions",
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.TS.URL+"/v1/chat/completions",
 		strings.NewReader(`{`+userHi+`,"stream":true}`))
-	resp, err := e.ts.Client().Do(req)
+	resp, err := e.TS.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +165,14 @@ func streamUntil(t *testing.T, e *env, ctx context.Context, wantText bool) (*htt
 // starts at once.
 func TestDisconnectCancelsGeneration(t *testing.T) {
 	const step = 40 * time.Millisecond
-	e := newEnv(t)
-	e.b.DecodeDelay = step // unscripted: generates until the context is full (~20 s)
+	e := servertest.New(t)
+	e.B.DecodeDelay = step // unscripted: generates until the context is full (~20 s)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp, _ := streamUntil(t, e, ctx, true)
 	cancel()
 	resp.Body.Close()
 	start := time.Now()
-	code, body := e.post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`)
+	code, body := e.Post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`)
 	latency := time.Since(start)
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
@@ -181,24 +182,24 @@ func TestDisconnectCancelsGeneration(t *testing.T) {
 		t.Fatalf("next request waited %v (decode step %v)", latency, step)
 	}
 	t.Logf("cancel latency: next request answered %v after the disconnect (decode step %v)", latency, step)
-	decodes := e.b.Decodes.Load()
+	decodes := e.B.Decodes.Load()
 	time.Sleep(3 * step)
-	if e.b.Decodes.Load() != decodes {
+	if e.B.Decodes.Load() != decodes {
 		t.Fatal("decoding went on after the disconnect")
 	}
 }
 
 // A client that disconnects while queued leaves the queue.
 func TestDisconnectWhileQueued(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.QueueSize = 1 })
-	e.b.DecodeDelay = 10 * time.Millisecond
+	e := servertest.New(t, func(c *server.Config) { c.QueueSize = 1 })
+	e.B.DecodeDelay = 10 * time.Millisecond
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	respA, _ := streamUntil(t, e, ctxA, true) // running
 	defer respA.Body.Close()
 	ctxB, cancelB := context.WithCancel(context.Background())
 	respB, _ := streamUntil(t, e, ctxB, false) // queued (its role chunk is out)
-	if code, _ := e.post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`); code != http.StatusServiceUnavailable {
+	if code, _ := e.Post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`); code != http.StatusServiceUnavailable {
 		t.Fatalf("queue of 1 with one waiting: %d", code)
 	}
 	cancelB()
@@ -206,8 +207,8 @@ func TestDisconnectWhileQueued(t *testing.T) {
 	// B's place frees up; a new request may queue (and runs once A is gone).
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/chat/completions", strings.NewReader(`{`+userHi+`,"max_tokens":1}`))
-		resp, err := e.ts.Client().Do(withTimeout(req, 50*time.Millisecond))
+		req, _ := http.NewRequest("POST", e.TS.URL+"/v1/chat/completions", strings.NewReader(`{`+userHi+`,"max_tokens":1}`))
+		resp, err := e.TS.Client().Do(withTimeout(req, 50*time.Millisecond))
 		if err == nil {
 			code := resp.StatusCode
 			resp.Body.Close()
@@ -223,7 +224,7 @@ func TestDisconnectWhileQueued(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancelA()
-	if code, _ := e.post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`); code != 200 {
+	if code, _ := e.Post("/v1/chat/completions", `{`+userHi+`,"max_tokens":1}`); code != 200 {
 		t.Fatalf("after: %d", code)
 	}
 }
@@ -235,23 +236,23 @@ func withTimeout(r *http.Request, d time.Duration) *http.Request {
 }
 
 func TestQueueFull503(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.QueueSize = 1 })
-	e.b.DecodeDelay = 5 * time.Millisecond
+	e := servertest.New(t, func(c *server.Config) { c.QueueSize = 1 })
+	e.B.DecodeDelay = 5 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	respA, _ := streamUntil(t, e, ctx, true)
 	defer respA.Body.Close()
 	respB, _ := streamUntil(t, e, ctx, false)
 	defer respB.Body.Close()
-	code, hdr, body := e.do("POST", "/v1/completions", `{"prompt":"x","max_tokens":1}`)
+	code, hdr, body := e.Do("POST", "/v1/completions", `{"prompt":"x","max_tokens":1}`)
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || str(errorOf(t, body).Code) != "server_busy" {
 		t.Fatalf("%d %v %s", code, hdr, body)
 	}
 }
 
 func TestBurst(t *testing.T) {
-	e := newEnv(t, func(c *server.Config) { c.QueueSize = 3 })
-	e.b.DecodeDelay = time.Millisecond
+	e := servertest.New(t, func(c *server.Config) { c.QueueSize = 3 })
+	e.B.DecodeDelay = time.Millisecond
 	const n = 24
 	codes := make([]int, n)
 	var wg sync.WaitGroup
@@ -261,8 +262,8 @@ func TestBurst(t *testing.T) {
 			if i%2 == 1 {
 				body = `{` + userHi + `,"max_tokens":4,"stream":true}`
 			}
-			req, _ := http.NewRequest("POST", e.ts.URL+"/v1/chat/completions", strings.NewReader(body))
-			resp, err := e.ts.Client().Do(req)
+			req, _ := http.NewRequest("POST", e.TS.URL+"/v1/chat/completions", strings.NewReader(body))
+			resp, err := e.TS.Client().Do(req)
 			if err != nil {
 				t.Error(err)
 				return
@@ -290,7 +291,7 @@ func TestBurst(t *testing.T) {
 	if ok < 4 {
 		t.Fatalf("only %d of %d answered", ok, n)
 	}
-	if code, _ := e.post("/v1/chat/completions", `{`+userHi+`,"max_tokens":2}`); code != 200 {
+	if code, _ := e.Post("/v1/chat/completions", `{`+userHi+`,"max_tokens":2}`); code != 200 {
 		t.Fatalf("unhealthy after the burst: %d", code)
 	}
 	t.Logf("burst: %d of %d answered 200, the rest 503", ok, n)

@@ -1,4 +1,6 @@
-package server_test
+// Package servertest has test doubles for the server: a tiny tokenizer, a ChatML-like chat format
+// and a harness that runs the real handler over enginetest's fake backend. Only tests import it.
+package servertest
 
 import (
 	"encoding/json"
@@ -10,29 +12,30 @@ import (
 	"github.com/lily-engine/lily/internal/server"
 )
 
-// fakeTok is a tiny tokenizer: a few whole-word specials and tags, then one token per printable
+// Tokenizer is a tiny tokenizer: a few whole-word specials and tags, then one token per printable
 // ASCII character and newline.
-type fakeTok struct{ vocab []string }
+type Tokenizer struct{ vocab []string }
 
 const (
-	idEOT      = 0 // <|endoftext|>
-	idIMEnd    = 1 // <|im_end|>
-	idIMStart  = 2 // <|im_start|>
-	firstPlain = 3 // ids from here on are not special
+	IDEndOfText = 0 // <|endoftext|>
+	IDIMEnd     = 1 // <|im_end|>
+	IDIMStart   = 2 // <|im_start|>
+	FirstPlain  = 3 // ids from here on are not special
 )
 
-func newFakeTok() *fakeTok {
+// NewTokenizer returns the fake tokenizer: specials, think and tool tags, printable ASCII, newline, é.
+func NewTokenizer() *Tokenizer {
 	v := []string{"<|endoftext|>", "<|im_end|>", "<|im_start|>", "<think>", "</think>", "<tool_call>", "</tool_call>"}
 	for c := byte(32); c < 127; c++ {
 		v = append(v, string(c))
 	}
 	v = append(v, "\n", "é")
-	return &fakeTok{vocab: v}
+	return &Tokenizer{vocab: v}
 }
 
-func (t *fakeTok) VocabSize() int { return len(t.vocab) }
+func (t *Tokenizer) VocabSize() int { return len(t.vocab) }
 
-func (t *fakeTok) Encode(text string) []int32 {
+func (t *Tokenizer) Encode(text string) []int32 {
 	var ids []int32
 	for len(text) > 0 {
 		best, bestLen := int32(-1), 0
@@ -42,7 +45,7 @@ func (t *fakeTok) Encode(text string) []int32 {
 			}
 		}
 		if best < 0 {
-			best, bestLen = t.id("?"), 1
+			best, bestLen = t.ID("?"), 1
 		}
 		ids = append(ids, best)
 		text = text[bestLen:]
@@ -50,12 +53,12 @@ func (t *fakeTok) Encode(text string) []int32 {
 	return ids
 }
 
-func (t *fakeTok) id(s string) int32 {
+func (t *Tokenizer) ID(s string) int32 {
 	id, _ := t.TokenID(s)
 	return id
 }
 
-func (t *fakeTok) Decode(ids []int32, skipSpecial bool) (string, error) {
+func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var sb strings.Builder
 	for _, id := range ids {
 		s, ok := t.Token(id)
@@ -69,7 +72,7 @@ func (t *fakeTok) Decode(ids []int32, skipSpecial bool) (string, error) {
 	return sb.String(), nil
 }
 
-func (t *fakeTok) TokenID(tok string) (int32, bool) {
+func (t *Tokenizer) TokenID(tok string) (int32, bool) {
 	for id, s := range t.vocab {
 		if s == tok {
 			return int32(id), true
@@ -78,29 +81,29 @@ func (t *fakeTok) TokenID(tok string) (int32, bool) {
 	return 0, false
 }
 
-func (t *fakeTok) Token(id int32) (string, bool) {
+func (t *Tokenizer) Token(id int32) (string, bool) {
 	if id < 0 || int(id) >= len(t.vocab) {
 		return "", false
 	}
 	return t.vocab[id], true
 }
 
-func (t *fakeTok) IsSpecial(id int32) bool { return id < firstPlain }
+func (t *Tokenizer) IsSpecial(id int32) bool { return id < FirstPlain }
 
-type fakeDecoder struct {
-	t    *fakeTok
+type decoder struct {
+	t    *Tokenizer
 	skip bool
 }
 
-func (d *fakeDecoder) Add(id int32) (string, error) { return d.t.Decode([]int32{id}, d.skip) }
-func (d *fakeDecoder) Flush() string                { return "" }
+func (d *decoder) Add(id int32) (string, error) { return d.t.Decode([]int32{id}, d.skip) }
+func (d *decoder) Flush() string                { return "" }
 
-func (t *fakeTok) newDecoder(skip bool) engine.TextDecoder { return &fakeDecoder{t: t, skip: skip} }
+func (t *Tokenizer) NewDecoder(skip bool) engine.TextDecoder { return &decoder{t: t, skip: skip} }
 
-// fakeChat renders a ChatML-like prompt and parses <think>…</think> and <tool_call>{json}</tool_call>.
-type fakeChat struct{}
+// Chat renders a ChatML-like prompt and parses <think>…</think> and <tool_call>{json}</tool_call>.
+type Chat struct{}
 
-func (fakeChat) Render(messages, tools json.RawMessage, opt server.RenderOptions) (string, error) {
+func (Chat) Render(messages, tools json.RawMessage, opt server.RenderOptions) (string, error) {
 	var msgs []struct {
 		Role    string `json:"role"`
 		Content any    `json:"content"`
@@ -129,15 +132,15 @@ func (fakeChat) Render(messages, tools json.RawMessage, opt server.RenderOptions
 	return sb.String(), nil
 }
 
-func (fakeChat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, error) {
-	p := &fakeParser{mode: "content"}
+func (Chat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, error) {
+	p := &parser{mode: "content"}
 	if thinking {
 		p.mode = "reasoning"
 	}
 	return p, nil
 }
 
-type fakeParser struct {
+type parser struct {
 	mode  string // reasoning, content, tool
 	buf   string
 	calls int
@@ -154,14 +157,14 @@ func heldPrefix(s, tag string) int {
 	return 0
 }
 
-func (p *fakeParser) emit(text string) server.Delta {
+func (p *parser) emit(text string) server.Delta {
 	if p.mode == "reasoning" {
 		return server.Delta{Reasoning: text}
 	}
 	return server.Delta{Content: text}
 }
 
-func (p *fakeParser) Add(chunk string) []server.Delta {
+func (p *parser) Add(chunk string) []server.Delta {
 	p.buf += chunk
 	var out []server.Delta
 	for {
@@ -217,7 +220,7 @@ func (p *fakeParser) Add(chunk string) []server.Delta {
 	}
 }
 
-func (p *fakeParser) Finish() []server.Delta {
+func (p *parser) Finish() []server.Delta {
 	if p.buf == "" || p.mode == "tool" {
 		return nil
 	}

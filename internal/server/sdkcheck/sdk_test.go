@@ -1,8 +1,10 @@
-package server_test
+package sdkcheck_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/lily-engine/lily/internal/server/servertest"
 	"strings"
 	"testing"
 
@@ -13,9 +15,9 @@ import (
 
 // These tests drive the server with the official OpenAI Go SDK, as real clients do.
 
-func sdkClient(e *env) openai.Client {
-	return openai.NewClient(option.WithBaseURL(e.ts.URL+"/v1/"), option.WithAPIKey("sk-test"),
-		option.WithHTTPClient(e.ts.Client()), option.WithMaxRetries(0))
+func sdkClient(e *servertest.Env) openai.Client {
+	return openai.NewClient(option.WithBaseURL(e.TS.URL+"/v1/"), option.WithAPIKey("sk-test"),
+		option.WithHTTPClient(e.TS.Client()), option.WithMaxRetries(0))
 }
 
 func rawString(t *testing.T, raw string) string {
@@ -28,11 +30,11 @@ func rawString(t *testing.T, raw string) string {
 }
 
 func TestSDKChat(t *testing.T) {
-	e := newEnv(t)
-	e.script("Thinking hard.</think>\n\nThe answer is 4.")
+	e := servertest.New(t)
+	e.Script("Thinking hard.</think>\n\nThe answer is 4.")
 	c := sdkClient(e)
 	resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-		Model:    modelName,
+		Model:    servertest.ModelName,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage("2+2?")},
 		Seed:     openai.Int(1),
 	})
@@ -51,17 +53,17 @@ func TestSDKChat(t *testing.T) {
 		Model: "other-model", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("x")},
 	})
 	var apiErr *openai.Error
-	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 404 {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
 		t.Fatalf("unknown model: %v", err)
 	}
 }
 
 func TestSDKChatStream(t *testing.T) {
-	e := newEnv(t)
-	e.script("Hmm.</think>Streaming works.")
+	e := servertest.New(t)
+	e.Script("Hmm.</think>Streaming works.")
 	c := sdkClient(e)
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model:         modelName,
+		Model:         servertest.ModelName,
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	})
@@ -88,11 +90,11 @@ func TestSDKChatStream(t *testing.T) {
 }
 
 func TestSDKToolRoundTrip(t *testing.T) {
-	e := newEnv(t)
-	call := e.tok.Encode(`Need weather.</think><tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)
-	answer := e.tok.Encode(`Got it.</think>It is sunny in Paris.`)
-	e.b.Respond = func(prompt []int32) []int32 {
-		if text, _ := e.tok.Decode(prompt, false); strings.Contains(text, "<|im_start|>tool\nsunny") {
+	e := servertest.New(t)
+	call := e.Tok.Encode(`Need weather.</think><tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>`)
+	answer := e.Tok.Encode(`Got it.</think>It is sunny in Paris.`)
+	e.B.Respond = func(prompt []int32) []int32 {
+		if text, _ := e.Tok.Decode(prompt, false); strings.Contains(text, "<|im_start|>tool\nsunny") {
 			return answer
 		}
 		return call
@@ -103,7 +105,7 @@ func TestSDKToolRoundTrip(t *testing.T) {
 		Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
 	})}
 	params := openai.ChatCompletionNewParams{
-		Model:    modelName,
+		Model:    servertest.ModelName,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
 		Tools:    tools,
 	}
@@ -157,11 +159,11 @@ func TestSDKToolRoundTrip(t *testing.T) {
 }
 
 func TestSDKCompletions(t *testing.T) {
-	e := newEnv(t)
-	e.script("there")
+	e := servertest.New(t)
+	e.Script("there")
 	c := sdkClient(e)
 	resp, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
-		Model:     modelName,
+		Model:     servertest.ModelName,
 		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String("Hi ")},
 		MaxTokens: openai.Int(10),
 		Echo:      openai.Bool(true),
@@ -178,8 +180,8 @@ func TestSDKCompletions(t *testing.T) {
 		t.Fatalf("%+v", resp)
 	}
 	stream := c.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
-		Model:  modelName,
-		Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: []int64{int64(e.tok.id("H")), int64(e.tok.id("i"))}},
+		Model:  servertest.ModelName,
+		Prompt: openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: []int64{int64(e.Tok.ID("H")), int64(e.Tok.ID("i"))}},
 	})
 	var text strings.Builder
 	for stream.Next() {
