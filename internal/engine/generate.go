@@ -156,12 +156,15 @@ func (e *Engine) Close() error {
 func (e *Engine) dropCache() { e.snap, e.cached = nil, nil }
 
 // Generate prefills r.Prompt (reusing the cached prefix when it can), then decodes until a stop id,
-// a stop string, or MaxTokens. emit is called after every step; an error from emit or from ctx ends
-// generation with that error. ctx is checked every step, so cancellation stops the work within one
-// decode step (and within one prefill chunk, by the backend's contract).
+// a stop string, or MaxTokens. emit (may be nil) is called after every step; an error from emit or
+// from ctx ends generation with that error. ctx is checked every step, so cancellation stops the
+// work within one decode step (and within one prefill chunk, by the backend's contract).
 func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error) (*Result, error) {
 	if err := e.Check(r); err != nil {
 		return nil, err
+	}
+	if emit == nil {
+		emit = func(Step) error { return nil }
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

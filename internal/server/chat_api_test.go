@@ -182,3 +182,22 @@ func TestChatPrefixCache(t *testing.T) {
 		t.Fatalf("%s", body)
 	}
 }
+
+// An omitted max_tokens uses the rest of the context window, and no more.
+func TestChatDefaultMaxIsRestOfContext(t *testing.T) {
+	e := servertest.New(t, func(c *server.Config) { c.CtxSize = 60 })
+	e.B.Script = nil // never stops by itself
+	code, body := e.Post("/v1/chat/completions", `{`+userHi+`}`)
+	r := decodeChat(t, body)
+	if code != 200 || str(r.Choices[0].FinishReason) != "length" || r.Usage.TotalTokens != 60 {
+		t.Fatalf("%d %s", code, body)
+	}
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	e := servertest.New(t)
+	hs := e.Srv.HTTPServer("127.0.0.1:0")
+	if hs.ReadHeaderTimeout <= 0 || hs.Handler != e.Srv || hs.WriteTimeout != 0 {
+		t.Fatalf("%+v", hs)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/server/servertest"
 	"net/http"
 	"strings"
@@ -295,4 +297,26 @@ func TestBurst(t *testing.T) {
 		t.Fatalf("unhealthy after the burst: %d", code)
 	}
 	t.Logf("burst: %d of %d answered 200, the rest 503", ok, n)
+}
+
+type failingDecoder struct{}
+
+func (failingDecoder) Add(int32) (string, error) { return "", errors.New("detokenizer broke") }
+func (failingDecoder) Flush() string             { return "" }
+
+// An error after the stream started arrives as an error event, then [DONE]; the server stays up.
+func TestStreamErrorEvent(t *testing.T) {
+	e := servertest.New(t, func(c *server.Config) {
+		c.Model.NewDecoder = func(bool) engine.TextDecoder { return failingDecoder{} }
+	})
+	e.Script("abc")
+	code, body := e.Post("/v1/chat/completions", `{`+userHi+`,"stream":true}`)
+	ev := servertest.SSEEvents(body)
+	if code != 200 || len(ev) < 2 || ev[len(ev)-1] != "[DONE]" || !strings.Contains(ev[len(ev)-2], `"error"`) ||
+		!strings.Contains(ev[len(ev)-2], "detokenizer broke") {
+		t.Fatalf("%d %q", code, ev)
+	}
+	if code, body := e.Post("/v1/chat/completions", `{`+userHi+`}`); code != 500 || !strings.Contains(body, "internal_error") {
+		t.Fatalf("non-stream: %d %s", code, body)
+	}
 }
