@@ -82,7 +82,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			writeError(rec, ErrUnauthorized)
 			return
 		}
-		r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody) // w: so net/http closes the connection on overflow
 		next.ServeHTTP(rec, r)
 	})
 }
