@@ -162,18 +162,11 @@ var errNotMerged = errors.New("model loading is not merged yet: checkpoint, ref 
 // openModel loads the checkpoint in dir on the named backend, with its tokenizer and chat format,
 // reporting progress through progress(done, total) when it can.
 //
-// The packages it needs (internal/checkpoint's Open, ref.New, internal/tokenizer, internal/chat)
-// are written in other branches; at merge this becomes, in substance:
-//
-//	w, err := checkpoint.Open(dir)                          // + progress while checking tensors
-//	b, err := ref.New(w)                                    // or fast.New(w) for --backend fast
-//	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
-//	return server.Model{Backend: b, Tok: tok,
-//		NewDecoder: func(skip bool) engine.TextDecoder { return tok.NewDecoder(skip) },
-//		Chat: chatAdapter{}}, w.Close, nil
-//
-// where chatAdapter implements server.Chat by calling chat.Render with chat.Options (same fields as
-// server.RenderOptions) and wrapping *chat.Parser so that its []chat.Delta become []server.Delta.
+// The packages it needs (internal/checkpoint's Open, ref.New, internal/tokenizer.Load,
+// internal/chat) are written in other branches, so until the merge it only checks dir and says so.
+// The wiring itself, including the adapter from internal/chat to server.Chat, is ready in
+// serve_wiring_merge.go (build tag lily_merge_wiring): at merge, drop that tag and return
+// openModelMerged(dir, backend, progress) here.
 func openModel(dir, backend string, progress func(done, total int64)) (server.Model, func() error, error) {
 	if dir == "" {
 		return server.Model{}, nil, errors.New("--model DIR is required")
