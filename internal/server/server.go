@@ -159,7 +159,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		err = methods[r.Method](w, r)
 	}
 	if err != nil {
-		writeError(w, err)
+		if status := writeError(w, err); status >= 500 {
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		}
 	}
 }
 

@@ -319,4 +319,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	if code, body := e.Post("/v1/chat/completions", `{`+userHi+`}`); code != 500 || !strings.Contains(body, "internal_error") {
 		t.Fatalf("non-stream: %d %s", code, body)
 	}
+	if !strings.Contains(e.Logs.String(), "request failed") {
+		t.Fatal("a 500 without a log line")
+	}
 }
