@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,14 +26,15 @@ func TestQueueFIFO(t *testing.T) {
 		t.Fatalf("fifth: %v", err)
 	}
 	order := make(chan int, 3)
+	var wg sync.WaitGroup
 	for i, tk := range waiting {
-		go func() {
+		wg.Go(func() {
 			if tk.wait(context.Background()) == nil {
 				order <- i
 				time.Sleep(time.Millisecond)
 				tk.release()
 			}
-		}()
+		})
 	}
 	time.Sleep(10 * time.Millisecond) // all three are blocked in wait
 	first.release()
@@ -41,7 +43,7 @@ func TestQueueFIFO(t *testing.T) {
 			t.Fatalf("turn %d went to %d", want, got)
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	wg.Wait()
 	if tk, err := q.join(); err != nil || tk.ch != nil {
 		t.Fatal("queue not idle after everyone left")
 	}
