@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"iter"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -91,30 +90,30 @@ func (sm *sampler) pick(logits []float32) int32 {
 		}
 		return int32(best)
 	}
-	// Candidates sorted by adjusted logit, descending (ties: lower id first).
-	idx := sm.idx[:0]
-	for i := range x {
-		if !math.IsInf(x[i], -1) && !math.IsNaN(x[i]) {
-			idx = append(idx, int32(i))
+	// Candidates sorted by adjusted logit, descending (ties: lower id first); -Inf and NaN never.
+	var idx []int32
+	if k := sm.s.TopK; k > 0 && k < v {
+		idx = topIndices(x, k)
+	} else {
+		idx = sm.idx[:0]
+		for i := range x {
+			if x[i] > math.Inf(-1) {
+				idx = append(idx, int32(i))
+			}
 		}
+		sm.idx = idx
+		slices.SortFunc(idx, func(a, b int32) int {
+			switch {
+			case x[a] > x[b]:
+				return -1
+			case x[a] < x[b]:
+				return 1
+			}
+			return int(a - b)
+		})
 	}
-	sm.idx = idx
 	if len(idx) == 0 {
 		return argmax(logits)
-	}
-	byLogit := func(a, b int32) int {
-		switch {
-		case x[a] > x[b]:
-			return -1
-		case x[a] < x[b]:
-			return 1
-		}
-		return int(a - b)
-	}
-	if k := sm.s.TopK; k > 0 && k < len(idx) {
-		idx = topK(slices.Values(idx), k, byLogit)
-	} else {
-		slices.SortFunc(idx, byLogit)
 	}
 	// Softmax at temperature over the candidates.
 	t := sm.s.Temperature
@@ -162,18 +161,28 @@ func (sm *sampler) pick(logits []float32) int32 {
 	return idx[n-1]
 }
 
-// topK returns the k best of ids under cmp, sorted best first.
-func topK(ids iter.Seq[int32], k int, cmp func(a, b int32) int) []int32 {
-	// Partial selection: keep a sorted window of k; cheap for k ≪ V.
+// topIndices returns the ids of the k largest finite values of x, largest first, lower id first on
+// ties. One pass with a sorted window of k: the common case is a single compare against the
+// window's smallest value.
+func topIndices[F float32 | float64](x []F, k int) []int32 {
 	best := make([]int32, 0, k+1)
-	for id := range ids {
-		if len(best) == k && cmp(id, best[k-1]) >= 0 {
-			continue
+	negInf := F(math.Inf(-1))
+	thr := negInf
+	for i, l := range x {
+		if !(l > thr) && (len(best) == k || !(l > negInf)) {
+			continue // not better than the window's smallest (or not finite)
 		}
-		pos, _ := slices.BinarySearchFunc(best, id, cmp)
-		best = slices.Insert(best, pos, id)
+		// After the existing equal values: they have lower ids.
+		pos := len(best)
+		for pos > 0 && x[best[pos-1]] < l {
+			pos--
+		}
+		best = slices.Insert(best, pos, int32(i))
 		if len(best) > k {
 			best = best[:k]
+		}
+		if len(best) == k {
+			thr = x[best[k-1]]
 		}
 	}
 	return best
@@ -221,23 +230,7 @@ func logprobs(logits []float32, id int32, k int) (float64, []TopLogprob) {
 	if k <= 0 {
 		return lp, nil
 	}
-	k = min(k, len(logits))
-	cmp := func(a, b int32) int {
-		switch {
-		case logits[a] > logits[b]:
-			return -1
-		case logits[a] < logits[b]:
-			return 1
-		}
-		return int(a - b)
-	}
-	best := topK(func(yield func(int32) bool) {
-		for i := range logits {
-			if !yield(int32(i)) {
-				return
-			}
-		}
-	}, k, cmp)
+	best := topIndices(logits, min(k, len(logits)))
 	top := make([]TopLogprob, len(best))
 	for i, b := range best {
 		top[i] = TopLogprob{ID: b, Logprob: float64(logits[b]) - lse}
