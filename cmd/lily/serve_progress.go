@@ -18,11 +18,11 @@ type serveProgress struct {
 }
 
 func newServeProgress(w io.Writer) *serveProgress {
-	return &serveProgress{w: w, on: isTerminal(w), last: -1, barSize: 30}
+	return &serveProgress{w: w, on: serveIsTerminal(w), last: -1, barSize: 30}
 }
 
-// isTerminal reports whether w is a character device (a terminal), by its file mode.
-func isTerminal(w io.Writer) bool {
+// serveIsTerminal reports whether w is a character device (a terminal), by its file mode.
+func serveIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
