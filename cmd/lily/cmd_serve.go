@@ -1,12 +1,159 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lily-engine/lily/internal/server"
 )
 
-// cmdServe is not built yet; its issue replaces this file.
+// serveOptions are the flags of `lily serve`.
+type serveOptions struct {
+	model, backend, host string
+	device               string
+	port, ctxSize, queue int
+	apiKey               string
+	maxBody              int64
+	allowHosts, cors     []string
+	keepAlive            time.Duration
+	name                 string
+}
+
+func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("lily serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.model, "model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json); default: the MLX checkpoint in the Hugging Face cache")
+	fs.StringVar(&o.backend, "backend", "ref", "compute backend: ref or fast")
+	fs.StringVar(&o.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "address to bind; a loopback address also enables the Host-header allowlist")
+	fs.IntVar(&o.port, "port", 8080, "port to listen on")
+	fs.IntVar(&o.ctxSize, "ctx-size", 0, "context window in tokens (0: the model's maximum)")
+	fs.StringVar(&o.apiKey, "api-key", "", "require the header Authorization: Bearer KEY (default: $LILY_API_KEY, else no key)")
+	fs.IntVar(&o.queue, "queue", 16, "requests that may wait while one runs; more get 503")
+	fs.Int64Var(&o.maxBody, "max-body", 8<<20, "request body limit in bytes")
+	fs.StringArrayVar(&o.allowHosts, "allow-host", nil, "extra Host-header name to accept when bound to loopback (repeatable)")
+	fs.StringArrayVar(&o.cors, "cors-origin", nil, "extra CORS origin to allow besides localhost ones, or * (repeatable)")
+	fs.DurationVar(&o.keepAlive, "keep-alive", 5*time.Second, "SSE keep-alive comment interval during long prefills")
+	fs.StringVar(&o.name, "served-model-name", "Qwen3.6-35B-A3B", "model id reported by /v1/models and accepted in requests")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lily serve --model DIR [--backend ref|fast] [--host H] [--port P] [flags]\n\n"+
+			"Serves the model over an OpenAI-compatible HTTP API: /v1/chat/completions, /v1/completions,\n"+
+			"/v1/models, /tokenize, /detokenize, /health.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// cmdServe runs `lily serve` until SIGINT or SIGTERM.
 func cmdServe(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "lily serve: not implemented yet")
-	return 1
+	var o serveOptions
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" {
+			serveFlags(&o, stdout).Usage()
+			return 0
+		}
+	}
+	fs := serveFlags(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n\n", err)
+		fs.Usage()
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lily serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if o.backend != "ref" && o.backend != "fast" {
+		fmt.Fprintf(stderr, "lily serve: --backend must be ref or fast, not %q\n", o.backend)
+		return 2
+	}
+	if o.port < 0 || o.port > 65535 || o.queue < 0 || o.ctxSize < 0 || o.maxBody <= 0 {
+		fmt.Fprintln(stderr, "lily serve: --port, --queue, --ctx-size and --max-body must be in range")
+		return 2
+	}
+	if o.apiKey == "" {
+		o.apiKey = os.Getenv("LILY_API_KEY")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	bar := newServeProgress(stderr)
+	m, closeModel, err := openModel(o.model, o.backend, o.device, o.ctxSize, bar.update)
+	bar.done()
+	if err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n", err)
+		return 1
+	}
+	defer closeModel()
+	m.Name = o.name
+	queue := o.queue
+	if queue == 0 {
+		queue = -1 // no waiting room
+	}
+	srv, err := server.New(server.Config{
+		Model: m, CtxSize: o.ctxSize, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
+		Loopback: isLoopbackHost(o.host), AllowHosts: o.allowHosts, CORSOrigins: o.cors,
+		KeepAlive: o.keepAlive, Logger: logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n", err)
+		return 1
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
+	if err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.backend)
+	if err := serveUntilDone(ctx, srv.HTTPServer(ln.Addr().String()), ln); err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serveUntilDone runs hs on ln until ctx ends, then shuts down gracefully (in-flight requests get 10 s).
+func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether the bind address only accepts local connections.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

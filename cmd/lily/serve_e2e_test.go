@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/server"
+)
+
+// TestServeMatchesRun serves a synthesized checkpoint through the real model wiring and checks that
+// a greedy chat completion returns the prompt ids lily's renderer and tokenizer build and the same
+// tokens `lily run` generates from them, on both backends.
+func TestServeMatchesRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if code, _, e := runLily("synth", "--preset", "tiny", "--layout", "mlx", "--seed", "11", "--out", dir); code != 0 {
+		t.Fatalf("synth: %s", e)
+	}
+	const question = "What is lily?"
+	want, err := encodePrompt(dir, question, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"ref", "fast"} {
+		t.Run(backend, func(t *testing.T) {
+			m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeModel()
+			m.Name = "lily-test"
+			srv, err := server.New(server.Config{Model: m, Loopback: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			body, _ := json.Marshal(map[string]any{
+				"model": "lily-test", "temperature": 0, "max_tokens": 6, "return_token_ids": true,
+				"messages": []map[string]string{{"role": "user", "content": question}},
+			})
+			resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct {
+				PromptTokenIDs []int32 `json:"prompt_token_ids"`
+				Choices        []struct {
+					TokenIDs []int32 `json:"token_ids"`
+				} `json:"choices"`
+			}
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Choices) != 1 {
+				t.Fatalf("decode: %v %+v", err, got)
+			}
+			if !slices.Equal(got.PromptTokenIDs, want) {
+				t.Fatalf("prompt ids\n got %v\nwant %v", got.PromptTokenIDs, want)
+			}
+			res, err := generate(context.Background(), m.Backend, want, 6, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Choices[0].TokenIDs, res.TokenIDs) {
+				t.Fatalf("server generated %v, run generates %v", got.Choices[0].TokenIDs, res.TokenIDs)
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Sampling chooses how the next token is picked from the logits. The zero value is greedy decoding.
+type Sampling struct {
+	// Temperature ≤ 0 means greedy (argmax, lowest id on ties); the filters below then do nothing.
+	Temperature float64
+	// TopP keeps the smallest set of most likely tokens whose probability sums to at least TopP
+	// (0 or ≥ 1: off).
+	TopP float64
+	// TopK keeps the K most likely tokens (0: off).
+	TopK int
+	// MinP drops tokens whose probability is below MinP times the most likely one's (0: off).
+	MinP float64
+	// Seed makes sampling reproducible when HasSeed is set; otherwise a random seed is drawn.
+	Seed    uint64
+	HasSeed bool
+	// PresencePenalty is subtracted once from the logit of every token already generated;
+	// FrequencyPenalty once per occurrence. Both apply to generated tokens only, not the prompt.
+	PresencePenalty  float64
+	FrequencyPenalty float64
+}
+
+// ModelDefaults is the sampling lily uses when a request leaves a field out: greedy, with the
+// model's generation_config filters (top_k 20, top_p 0.95, model.md §1.3) ready for when a
+// temperature is given.
+func ModelDefaults() Sampling {
+	return Sampling{TopK: 20, TopP: 0.95}
+}
+
+// Greedy reports whether s picks the argmax.
+func (s Sampling) Greedy() bool { return s.Temperature <= 0 }
+
+// sampler holds the per-request sampling state. One goroutine owns it.
+type sampler struct {
+	s      Sampling
+	rng    *rand.Rand
+	counts map[int32]int
+	buf    []float64 // scratch: adjusted logits
+	idx    []int32   // scratch: candidate ids
+}
+
+func newSampler(s Sampling) *sampler {
+	seed := s.Seed
+	if !s.HasSeed {
+		seed = rand.Uint64()
+	}
+	return &sampler{
+		s:      s,
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		counts: map[int32]int{},
+	}
+}
+
+// observe records a generated token for the penalties.
+func (sm *sampler) observe(id int32) { sm.counts[id]++ }
+
+// pick returns the next token id for logits [V].
+func (sm *sampler) pick(logits []float32) int32 {
+	penal := sm.s.PresencePenalty != 0 || sm.s.FrequencyPenalty != 0
+	if sm.s.Greedy() && !penal {
+		return argmax(logits)
+	}
+	v := len(logits)
+	if cap(sm.buf) < v {
+		sm.buf = make([]float64, v)
+	}
+	x := sm.buf[:v]
+	for i, l := range logits {
+		x[i] = float64(l)
+	}
+	if penal {
+		for id, n := range sm.counts {
+			if int(id) < v {
+				x[id] -= sm.s.PresencePenalty + sm.s.FrequencyPenalty*float64(n)
+			}
+		}
+	}
+	if sm.s.Greedy() {
+		best := 0
+		for i := range x {
+			if x[i] > x[best] {
+				best = i
+			}
+		}
+		return int32(best)
+	}
+	// Candidates sorted by adjusted logit, descending (ties: lower id first); -Inf and NaN never.
+	var idx []int32
+	if k := sm.s.TopK; k > 0 && k < v {
+		idx = topIndices(x, k)
+	} else {
+		idx = sm.idx[:0]
+		for i := range x {
+			if x[i] > math.Inf(-1) {
+				idx = append(idx, int32(i))
+			}
+		}
+		sm.idx = idx
+		slices.SortFunc(idx, func(a, b int32) int {
+			switch {
+			case x[a] > x[b]:
+				return -1
+			case x[a] < x[b]:
+				return 1
+			}
+			return int(a - b)
+		})
+	}
+	if len(idx) == 0 {
+		return argmax(logits)
+	}
+	// Softmax at temperature over the candidates.
+	t := sm.s.Temperature
+	p := make([]float64, len(idx))
+	m := x[idx[0]] / t
+	var sum float64
+	for i, id := range idx {
+		p[i] = math.Exp(x[id]/t - m)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	n := len(idx)
+	if tp := sm.s.TopP; tp > 0 && tp < 1 {
+		var c float64
+		for i := range p {
+			c += p[i]
+			if c >= tp {
+				n = i + 1
+				break
+			}
+		}
+	}
+	if mp := sm.s.MinP; mp > 0 {
+		floor := mp * p[0]
+		for i := 1; i < n; i++ {
+			if p[i] < floor {
+				n = i
+				break
+			}
+		}
+	}
+	var total float64
+	for i := 0; i < n; i++ {
+		total += p[i]
+	}
+	r := sm.rng.Float64() * total
+	for i := 0; i < n; i++ {
+		r -= p[i]
+		if r < 0 {
+			return idx[i]
+		}
+	}
+	return idx[n-1]
+}
+
+// topIndices returns the ids of the k largest finite values of x, largest first, lower id first on
+// ties. One pass with a sorted window of k: the common case is a single compare against the
+// window's smallest value.
+func topIndices[F float32 | float64](x []F, k int) []int32 {
+	best := make([]int32, 0, k+1)
+	negInf := F(math.Inf(-1))
+	thr := negInf
+	for i, l := range x {
+		if !(l > thr) && (len(best) == k || !(l > negInf)) {
+			continue // not better than the window's smallest (or not finite)
+		}
+		// After the existing equal values: they have lower ids.
+		pos := len(best)
+		for pos > 0 && x[best[pos-1]] < l {
+			pos--
+		}
+		best = slices.Insert(best, pos, int32(i))
+		if len(best) > k {
+			best = best[:k]
+		}
+		if len(best) == k {
+			thr = x[best[k-1]]
+		}
+	}
+	return best
+}
+
+func argmax(logits []float32) int32 {
+	best := 0
+	for i, l := range logits {
+		if l > logits[best] || (math.IsNaN(float64(logits[best])) && !math.IsNaN(float64(l))) {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// TopLogprob is one alternative at a position.
+type TopLogprob struct {
+	ID      int32
+	Logprob float64
+}
+
+// logSumExp returns log Z for logits (computed in float64), so that logprob(i) = logits[i] - lse.
+func logSumExp(logits []float32) float64 {
+	m := math.Inf(-1)
+	for _, l := range logits {
+		if float64(l) > m {
+			m = float64(l)
+		}
+	}
+	if math.IsInf(m, 0) {
+		return m
+	}
+	var s float64
+	for _, l := range logits {
+		s += math.Exp(float64(l) - m)
+	}
+	return m + math.Log(s)
+}
+
+// logprobs returns the log-probability of id under logits and, when k > 0, the k most likely tokens
+// (highest first, lower id first on ties).
+func logprobs(logits []float32, id int32, k int) (float64, []TopLogprob) {
+	lse := logSumExp(logits)
+	lp := float64(logits[id]) - lse
+	if k <= 0 {
+		return lp, nil
+	}
+	best := topIndices(logits, min(k, len(logits)))
+	top := make([]TopLogprob, len(best))
+	for i, b := range best {
+		top[i] = TopLogprob{ID: b, Logprob: float64(logits[b]) - lse}
+	}
+	return lp, top
+}

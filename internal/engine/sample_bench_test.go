@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// realVocab is the padded vocabulary of Qwen3.6 (model.md §5): the per-step cost of sampling and
+// logprobs scales with it.
+const realVocab = 248320
+
+func randomLogits(n int) []float32 {
+	r := rand.New(rand.NewPCG(1, 2))
+	l := make([]float32, n)
+	for i := range l {
+		l[i] = float32(r.NormFloat64() * 3)
+	}
+	return l
+}
+
+func BenchmarkPickGreedy(b *testing.B) {
+	l := randomLogits(realVocab)
+	sm := newSampler(Sampling{})
+	for b.Loop() {
+		sm.pick(l)
+	}
+}
+
+func BenchmarkPickTopK20(b *testing.B) {
+	l := randomLogits(realVocab)
+	sm := newSampler(Sampling{Temperature: 1, TopK: 20, TopP: 0.95, HasSeed: true})
+	for b.Loop() {
+		sm.pick(l)
+	}
+}
+
+func BenchmarkLogprobsTop5(b *testing.B) {
+	l := randomLogits(realVocab)
+	for b.Loop() {
+		logprobs(l, 7, 5)
+	}
+}
+
+func BenchmarkLogSumExp(b *testing.B) {
+	l := randomLogits(realVocab)
+	for b.Loop() {
+		logSumExp(l)
+	}
+}

@@ -1,0 +1,52 @@
+package server_test
+
+import (
+	"encoding/json"
+	"github.com/lily-engine/lily/internal/server/servertest"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/server"
+)
+
+// FuzzDecodeChatRequest feeds arbitrary bodies to the chat endpoint: the decoder and validation
+// must answer every one with a 2xx or a 4xx in the OpenAI envelope, never a 5xx or a panic.
+func FuzzDecodeChatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"qwen-test","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"messages":[{"role":"user","content":"x"}],"max_tokens":3,"stop":["a","b"],"temperature":0.5,"seed":-1,"top_k":-1}`,
+		`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":5,"chat_template_kwargs":{"enable_thinking":false}}`,
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"n":1}`,
+		`{"messages":"nope"}`, `{"stop":5}`, `[]`, `null`, `{"messages":[{"role":1}]}`, `{"max_tokens":1e99}`,
+		`{"messages":[{"role":"user","content":"x"}],"top_p":NaN}`, `{"temperature":-0}`, "{\"messages\":[]}\n{}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		e := newFuzzServer(t)
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body.String())
+		}
+		if rec.Code >= 400 {
+			var er server.ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error.Message == "" {
+				t.Fatalf("status %d without an error envelope: %s", rec.Code, rec.Body.String())
+			}
+		} else if rec.Code != http.StatusOK {
+			t.Fatalf("status %d", rec.Code)
+		}
+	})
+}
+
+func newFuzzServer(t *testing.T) *server.Server {
+	t.Helper()
+	e := servertest.New(t, func(c *server.Config) { c.CtxSize = 64 })
+	e.Script("a</think>b")
+	return e.Srv
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// chatTurn accumulates one assistant turn from parser deltas; one goroutine owns it.
+type chatTurn struct {
+	s         *Server
+	parser    Parser
+	reasoning strings.Builder
+	content   strings.Builder
+	calls     []ToolCall
+	callPos   map[int]int // parser tool index → position in calls
+	logprobs  []TokenLogprob
+}
+
+// apply folds deltas into the turn and returns the streamed delta for them (ok false when empty).
+func (c *chatTurn) apply(ds []Delta) (ChatDelta, bool) {
+	var d ChatDelta
+	var content strings.Builder
+	for _, x := range ds {
+		d.ReasoningContent += x.Reasoning
+		c.reasoning.WriteString(x.Reasoning)
+		content.WriteString(x.Content)
+		c.content.WriteString(x.Content)
+		if tc := x.ToolCall; tc != nil {
+			pos, seen := c.callPos[tc.Index]
+			if !seen {
+				pos = len(c.calls)
+				c.callPos[tc.Index] = pos
+				c.calls = append(c.calls, ToolCall{ID: "call_" + c.s.cfg.RandomID(24), Type: "function",
+					Function: FunctionCall{Name: tc.Name}})
+			}
+			c.calls[pos].Function.Arguments += tc.Arguments
+			if n := len(d.ToolCalls); n > 0 && *d.ToolCalls[n-1].Index == pos {
+				d.ToolCalls[n-1].Function.Arguments += tc.Arguments
+				continue
+			}
+			out := ToolCall{Index: ptr(pos), Function: FunctionCall{Arguments: tc.Arguments}}
+			if !seen {
+				out.ID, out.Type, out.Function.Name = c.calls[pos].ID, "function", tc.Name
+			}
+			d.ToolCalls = append(d.ToolCalls, out)
+		}
+	}
+	if content.Len() > 0 {
+		d.Content = ptr(content.String())
+	}
+	return d, d.Content != nil || d.ReasoningContent != "" || len(d.ToolCalls) > 0
+}
+
+func (c *chatTurn) finishReason(f engine.FinishReason) string {
+	if len(c.calls) > 0 && f == engine.FinishStop {
+		return "tool_calls"
+	}
+	return string(f)
+}
+
+// handleChat serves POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
+	var req ChatRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	maxTok, maxParam := req.MaxTokens, "max_tokens"
+	if req.MaxCompletionTokens != nil {
+		maxTok, maxParam = req.MaxCompletionTokens, "max_completion_tokens"
+	}
+	g, err := s.params(&req.SamplingParams, maxTok, maxParam, 1)
+	if err != nil {
+		return err
+	}
+	if err := checkMessages(req.Messages); err != nil {
+		return err
+	}
+	if err := checkTools(req.Tools); err != nil {
+		return err
+	}
+	top := 0
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs {
+			return &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
+		}
+		top = *req.TopLogprobs
+	}
+	opt, err := chatOptions(req.ChatTemplateKwargs)
+	if err != nil {
+		return err
+	}
+	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
+	if err != nil {
+		return &TemplateError{Err: err}
+	}
+	er := &engine.Request{
+		Prompt:      s.m.Tok.Encode(text),
+		StopIDs:     s.stopIDs,
+		Stop:        g.stop,
+		Decoder:     s.m.NewDecoder(true),
+		Sampling:    g.sampling,
+		Logprobs:    req.Logprobs,
+		TopLogprobs: top,
+	}
+	if s.imStart >= 0 {
+		// Cache up to the last turn's start: the history re-renders identically next time.
+		er.CachePrefix = lastIndex(er.Prompt, s.imStart)
+	}
+	if err := s.fit(er, g, 1); err != nil {
+		return err
+	}
+	thinking := opt.EnableThinking == nil || *opt.EnableThinking
+	parser, err := s.m.Chat.NewParser(req.Tools, thinking)
+	if err != nil {
+		return &TemplateError{Err: err}
+	}
+	t, err := s.q.join()
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	turn := &chatTurn{s: s, parser: parser, callPos: map[int]int{}}
+	resp := ChatResponse{ID: "chatcmpl-" + s.cfg.RandomID(24), Created: s.cfg.Now().Unix(), Model: s.m.Name}
+	if g.returnIDs {
+		resp.PromptTokenIDs = er.Prompt
+	}
+	if g.stream {
+		return s.streamChat(w, r, t, er, g, turn, resp)
+	}
+	res, err := s.generate(r.Context(), t, er, func(st engine.Step) error {
+		turn.apply(parser.Add(st.Text))
+		if req.Logprobs && st.Token != nil {
+			turn.logprobs = append(turn.logprobs, s.chatLogprob(st.Token))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	turn.apply(parser.Finish())
+	msg := &ChatMessage{Role: "assistant", ReasoningContent: turn.reasoning.String(), ToolCalls: turn.calls}
+	if content := turn.content.String(); content != "" || len(turn.calls) == 0 {
+		msg.Content = &content
+	}
+	choice := ChatChoice{Message: msg, FinishReason: ptr(turn.finishReason(res.Finish))}
+	if req.Logprobs {
+		choice.Logprobs = &ChatLogprobs{Content: turn.logprobs}
+	}
+	if g.returnIDs {
+		choice.TokenIDs = res.Tokens
+	}
+	resp.Object, resp.Choices, resp.Usage = "chat.completion", []ChatChoice{choice}, usage(len(er.Prompt), res)
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// streamChat writes the turn as SSE chunks: the role first, then one chunk per step that has
+// something to say, the finish reason, the usage (when asked), and [DONE].
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, er *engine.Request, g genParams,
+	turn *chatTurn, base ChatResponse) error {
+	base.Object = "chat.completion.chunk"
+	promptIDs := base.PromptTokenIDs
+	base.PromptTokenIDs = nil
+	chunk := func(c ChatChoice) ChatResponse {
+		out := base
+		out.Choices = []ChatChoice{c}
+		return out
+	}
+	sse := startSSE(w, s.cfg.KeepAlive)
+	defer sse.close()
+	first := chunk(ChatChoice{Delta: &ChatDelta{Role: "assistant", Content: ptr("")}})
+	first.PromptTokenIDs = promptIDs
+	if err := sse.event(first); err != nil {
+		return nil
+	}
+	send := func(d ChatDelta, ok bool, tok *engine.Token) error {
+		c := ChatChoice{Delta: &d}
+		if er.Logprobs && tok != nil {
+			c.Logprobs = &ChatLogprobs{Content: []TokenLogprob{s.chatLogprob(tok)}}
+			ok = true
+		}
+		if g.returnIDs && tok != nil {
+			c.TokenIDs = []int32{tok.ID}
+			ok = true
+		}
+		if !ok {
+			return nil
+		}
+		return sse.event(chunk(c))
+	}
+	res, err := s.generate(r.Context(), t, er, func(st engine.Step) error {
+		d, ok := turn.apply(turn.parser.Add(st.Text))
+		return send(d, ok, st.Token)
+	})
+	if err != nil {
+		if r.Context().Err() == nil {
+			_, body := errorInfo(err)
+			_ = sse.event(body)
+			sse.done()
+		}
+		return nil
+	}
+	d, ok := turn.apply(turn.parser.Finish())
+	if err := send(d, ok, nil); err != nil {
+		return nil
+	}
+	if err := sse.event(chunk(ChatChoice{Delta: &ChatDelta{}, FinishReason: ptr(turn.finishReason(res.Finish))})); err != nil {
+		return nil
+	}
+	if g.includeUsage {
+		u := base
+		u.Choices, u.Usage = []ChatChoice{}, usage(len(er.Prompt), res)
+		_ = sse.event(u)
+	}
+	sse.done()
+	return nil
+}

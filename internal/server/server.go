@@ -1,0 +1,189 @@
+// Package server is lily's OpenAI-compatible HTTP API (design.md §5): wire types, validation, SSE,
+// the admission queue, auth, and the mapping of errors to HTTP statuses.
+package server
+
+import (
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// Config configures a Server. Zero values take the defaults documented on each field.
+type Config struct {
+	Model Model
+	// CtxSize caps the context window (0: the backend's MaxContext; larger values are capped to it).
+	CtxSize int
+	// APIKey, when set, is required as `Authorization: Bearer KEY` on every route but /health.
+	APIKey string
+	// QueueSize is how many requests may wait while one runs (default 16; negative: none).
+	QueueSize int
+	// MaxBody is the request body limit in bytes (default 8 MiB).
+	MaxBody int64
+	// Loopback says the server is bound to a loopback address: Host headers must then name
+	// localhost, 127.0.0.1 or [::1] (any port) or one of AllowHosts, against DNS rebinding.
+	Loopback   bool
+	AllowHosts []string
+	// CORSOrigins are allowed in addition to http(s) origins on localhost, 127.0.0.1 and [::1];
+	// "*" allows any origin.
+	CORSOrigins []string
+	// KeepAlive is the SSE keep-alive interval (default 5 s; negative: off).
+	KeepAlive time.Duration
+	// Defaults is the sampling used for omitted fields (default engine.ModelDefaults()).
+	Defaults *engine.Sampling
+	// Logger gets one line per request (default slog.Default()).
+	Logger *slog.Logger
+	// Now and RandomID make ids and timestamps reproducible in tests (defaults: time.Now and
+	// crypto/rand alphanumerics).
+	Now      func() time.Time
+	RandomID func(n int) string
+}
+
+// Server answers the HTTP API. It is safe for concurrent use: requests are admitted one at a time
+// to the engine through a bounded FIFO.
+type Server struct {
+	cfg      Config
+	m        Model
+	eng      *engine.Engine
+	q        *queue
+	ctx      int
+	stopIDs  []int32
+	imStart  int32 // -1 when the tokenizer lacks it
+	defaults engine.Sampling
+	log      *slog.Logger
+	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
+	handler  http.Handler
+}
+
+// New checks cfg and returns a server.
+func New(cfg Config) (*Server, error) {
+	m := cfg.Model
+	if m.Backend == nil || m.Tok == nil || m.NewDecoder == nil || m.Chat == nil {
+		return nil, errors.New("server: Model needs Backend, Tok, NewDecoder and Chat")
+	}
+	if m.Name == "" {
+		m.Name = "Qwen3.6-35B-A3B"
+	}
+	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1}
+	s.ctx = m.Backend.MaxContext()
+	if cfg.CtxSize > 0 && cfg.CtxSize < s.ctx {
+		s.ctx = cfg.CtxSize
+	}
+	switch {
+	case cfg.QueueSize == 0:
+		s.q = newQueue(16)
+	case cfg.QueueSize < 0:
+		s.q = newQueue(0)
+	default:
+		s.q = newQueue(cfg.QueueSize)
+	}
+	if s.cfg.MaxBody <= 0 {
+		s.cfg.MaxBody = 8 << 20
+	}
+	if s.cfg.KeepAlive == 0 {
+		s.cfg.KeepAlive = 5 * time.Second
+	}
+	s.defaults = engine.ModelDefaults()
+	if cfg.Defaults != nil {
+		s.defaults = *cfg.Defaults
+	}
+	s.log = cfg.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.cfg.Now == nil {
+		s.cfg.Now = time.Now
+	}
+	if s.cfg.RandomID == nil {
+		s.cfg.RandomID = randomID
+	}
+	// The model's stop ids (model.md §1.3).
+	for _, t := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := m.Tok.TokenID(t); ok {
+			s.stopIDs = append(s.stopIDs, id)
+		}
+	}
+	if id, ok := m.Tok.TokenID("<|im_start|>"); ok {
+		s.imStart = id
+	}
+	s.routes = map[string]map[string]func(http.ResponseWriter, *http.Request) error{
+		"/health":              {http.MethodGet: s.handleHealth},
+		"/v1/models":           {http.MethodGet: s.handleModels},
+		"/v1/chat/completions": {http.MethodPost: s.handleChat},
+		"/v1/completions":      {http.MethodPost: s.handleCompletions},
+		"/tokenize":            {http.MethodPost: s.handleTokenize},
+		"/detokenize":          {http.MethodPost: s.handleDetokenize},
+	}
+	s.handler = s.middleware(http.HandlerFunc(s.route))
+	return s, nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// HTTPServer returns an http.Server for addr with the timeouts a public-facing server needs (no
+// write timeout: streams last as long as generation does).
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Close releases the engine's state.
+func (s *Server) Close() error { return s.eng.Close() }
+
+// route dispatches on path and method; handlers return errors for writeError.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	methods, ok := s.routes[r.URL.Path]
+	var err error
+	switch {
+	case !ok:
+		err = ErrNotFound
+	case methods[r.Method] == nil:
+		allow := make([]string, 0, len(methods))
+		for m := range methods {
+			allow = append(allow, m)
+		}
+		slices.Sort(allow)
+		err = &MethodError{Method: r.Method, Allow: allow}
+	default:
+		err = methods[r.Method](w, r)
+	}
+	if err != nil {
+		if status := writeError(w, err); status >= 500 {
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		}
+	}
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// randomID returns n random alphanumerics from crypto/rand.
+func randomID(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = idAlphabet[randIntn(len(idAlphabet))]
+	}
+	return string(b)
+}
+
+// randIntn draws uniformly from [0, n) with crypto/rand (rejection sampling on a byte).
+func randIntn(n int) int {
+	limit := 256 - 256%n
+	var b [1]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if int(b[0]) < limit {
+			return int(b[0]) % n
+		}
+	}
+}
