@@ -29,16 +29,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
+	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--json]")
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fs.Usage()
+			printUsage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "lily bench: %v\n", err)
+		printUsage()
 		return 2
 	}
 	ls, err := parseInts(*lengths)

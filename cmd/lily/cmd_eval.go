@@ -30,16 +30,19 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
 	seed := fs.Uint64("seed", 1, "seed of the random token sequence")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
+	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily eval --model DIR --backend fast --against ref [--positions N] [--text FILE] [--json]")
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fs.Usage()
+			printUsage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "lily eval: %v\n", err)
+		printUsage()
 		return 2
 	}
 	if fs.NArg() > 0 || *positions < 1 {

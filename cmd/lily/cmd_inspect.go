@@ -26,25 +26,26 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: "+checkpoint.DefaultRepo+" in the Hugging Face cache)")
 	asJSON := fs.Bool("json", false, "print a JSON object instead of a table")
-	fs.Usage = func() {
+	printUsage := func() {
 		fmt.Fprintf(fs.Output(), "usage: lily inspect [--model DIR] [--json]\n\n"+
 			"Describe a checkpoint: layout (hf or mlx), quantization, tensor count, parameters\n"+
 			"(total and active per token), stored bytes and the bytes one decode step reads.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fs.Usage()
+			printUsage()
 			return 0
 		}
 		fmt.Fprintf(stderr, "lily inspect: %v\n", err)
-		fs.Usage()
+		printUsage()
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lily inspect: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
+		printUsage()
 		return 2
 	}
 	dir, err := checkpoint.Locate(*model)

@@ -37,7 +37,7 @@ type tokenLogprob struct {
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (required)")
+	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	backend := fs.String("backend", "ref", "backend: ref or fast")
 	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	prompt := fs.String("prompt", "", "prompt text")
@@ -46,16 +46,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 64, "most tokens to generate")
 	topK := fs.Int("logprobs", 0, "also report the K most likely tokens at every step")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	fs.Usage = func() {
+	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily run --model DIR --backend ref (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--logprobs K] [--json]")
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fs.Usage()
+			printUsage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "lily run: %v\n", err)
+		printUsage()
 		return 2
 	}
 	usageErr := func(format string, a ...any) int {
