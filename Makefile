@@ -35,8 +35,16 @@ darwin:
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 
+FUZZTIME ?= 30s
+FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHeader \
+	./internal/checkpoint:FuzzParseConfig ./internal/tokenizer:FuzzParse ./internal/tokenizer:FuzzRoundTrip \
+	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
+	./internal/server:FuzzDecodeChatRequest
+
+# Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s ./internal/checkpoint
+	@for t in $(FUZZ); do pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn in $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; done
 
 clean:
 	rm -rf bin
