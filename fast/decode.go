@@ -71,18 +71,10 @@ func (s *Session) vecs(jobs []vecJob) {
 		case j.w.q != nil:
 			if last == nil || len(last) != len(x) || &last[0] != &x[0] {
 				v = s.vec(len(x))
-				if m.q8 {
-					v.PrepareQ8(x)
-				} else {
-					v.Prepare(x)
-				}
+				v.Prepare(x)
 				last = x
 			}
-			if m.q8 {
-				m.k.QMatVecQ8(j.y[:j.w.out], j.w.q, v)
-			} else {
-				m.k.QMatVec(j.y[:j.w.out], j.w.q, v)
-			}
+			m.k.QMatVec(j.y[:j.w.out], j.w.q, v)
 		case j.w.dtype == safetensors.BF16:
 			m.k.BF16MatVec(j.y[:j.w.out], u16(j.w.w), j.w.out, j.w.in, x)
 		default:

@@ -36,7 +36,6 @@ type Model struct {
 	cfg    *checkpoint.Config
 	run    Runner
 	k      *cpu.Kernels // nil: the plain Go loops in linear.go
-	q8     bool         // decode mat-vecs on int8 activations (Options.Int8Activations)
 	embed  *mat
 	lmHead *mat
 	final  []float32
@@ -63,10 +62,6 @@ type layer struct {
 type Options struct {
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings).
 	MaxContext int
-	// Int8Activations makes decode's 4-bit mat-vecs read the input quantized to int8 per group of
-	// 64 (fast/cpu QMatVecQ8): about twice the bandwidth of the float32 path, at ~0.5% rms error per
-	// product. The 8-bit router always reads float32.
-	Int8Activations bool
 }
 
 // New prepares w for the fast plans on the CPU kernels k (their pool also runs the plans' other
@@ -76,7 +71,7 @@ func New(w *checkpoint.Weights, k *cpu.Kernels, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.k, m.q8 = k, opt.Int8Activations
+	m.k = k
 	return m, nil
 }
 

@@ -23,7 +23,7 @@ type loaded struct {
 
 // openBackend finds the checkpoint (dir, or the Hugging Face cache when dir is empty), maps it,
 // and builds the named backend over it (see buildBackend).
-func openBackend(dir, backend, device string, ctxSize int, int8Acts bool) (*loaded, error) {
+func openBackend(dir, backend, device string, ctxSize int) (*loaded, error) {
 	dir, err := checkpoint.Locate(dir)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func openBackend(dir, backend, device string, ctxSize int, int8Acts bool) (*load
 	if err != nil {
 		return nil, err
 	}
-	b, err := buildBackend(ck, backend, device, ctxSize, int8Acts)
+	b, err := buildBackend(ck, backend, device, ctxSize)
 	if err != nil {
 		ck.Close()
 		return nil, err
@@ -47,10 +47,9 @@ func openBackend(dir, backend, device string, ctxSize int, int8Acts bool) (*load
 // buildBackend makes "ref" (the oracle) or "fast" over an open checkpoint. The fast backend runs on
 // device "cpu" (the fast/cpu kernels), "metal" (the GPU, darwin/arm64) or "metal-emu" (the Metal
 // engine on the CPU emulator: slow, for checking kernels anywhere); "" picks metal when a GPU is
-// there and cpu otherwise. int8Acts turns on the CPU decode path's int8 activations
-// (fast.Options.Int8Activations). ctxSize bounds a session's length (0: the model's maximum). A backend
+// there and cpu otherwise. ctxSize bounds a session's length (0: the model's maximum). A backend
 // that holds a device implements io.Closer.
-func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int, int8Acts bool) (engine.Backend, error) {
+func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int) (engine.Backend, error) {
 	switch backend {
 	case "ref":
 		if device != "" && device != "cpu" {
@@ -67,9 +66,9 @@ func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int
 			if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
 				return b, nil
 			}
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize, Int8Activations: int8Acts})
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize})
 		case "cpu":
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize, Int8Activations: int8Acts})
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize})
 		case "metal", "metal-emu":
 			return metal.OpenBackend(ck.Weights, device, ctxSize)
 		}

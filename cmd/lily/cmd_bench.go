@@ -23,7 +23,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	backend := fs.String("backend", "fast", "backend: ref or fast")
-	int8Acts := fs.Bool("int8", false, "fast on cpu: decode mat-vecs on int8 activations (faster, ~0.5% error per product)")
 	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
@@ -60,7 +59,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if *ctxSize == 0 {
 		*ctxSize = longest + *decode
 	}
-	l, err := openBackend(*model, *backend, *device, *ctxSize, *int8Acts)
+	l, err := openBackend(*model, *backend, *device, *ctxSize)
 	if err != nil {
 		return fail(err)
 	}

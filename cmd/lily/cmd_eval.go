@@ -24,7 +24,6 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	backend := fs.String("backend", "fast", "backend under test: ref or fast")
 	against := fs.String("against", "ref", "backend to compare with: ref or fast")
-	int8Acts := fs.Bool("int8", false, "fast on cpu: decode mat-vecs on int8 activations (faster, ~0.5% error per product)")
 	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	positions := fs.Int("positions", 192, "next-token predictions to compare (the sequence has positions+1 tokens)")
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
@@ -53,12 +52,12 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily eval: %v\n", err)
 		return 1
 	}
-	l, err := openBackend(*model, *backend, *device, 0, *int8Acts)
+	l, err := openBackend(*model, *backend, *device, 0)
 	if err != nil {
 		return fail(err)
 	}
 	defer l.close()
-	other, err := buildBackend(l.ck, *against, "", 0, false)
+	other, err := buildBackend(l.ck, *against, "", 0)
 	if err != nil {
 		return fail(err)
 	}

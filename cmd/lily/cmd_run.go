@@ -89,7 +89,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var l *loaded
-	l, err = openBackend(*model, *backend, *device, 0, false)
+	l, err = openBackend(*model, *backend, *device, 0)
 	if err != nil {
 		return fail(err)
 	}
