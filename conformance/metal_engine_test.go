@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"github.com/lily-engine/lily/fixtures/goldens"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -239,11 +240,7 @@ func checkMetalEngine(t *testing.T, dev metal.Device) {
 		}
 	})
 
-	fixtures := []string{"tiny-a", "tiny-b"}
-	if dev.Name() == "metal-emu" {
-		fixtures = fixtures[1:] // tiny-a's 8 layers cost the emulator ~20 s more
-	}
-	for _, name := range fixtures {
+	for _, name := range []string{"tiny-a", "tiny-b"} {
 		t.Run("fixture_"+name, func(t *testing.T) { checkMetalFixture(t, dev, name) })
 	}
 
@@ -295,6 +292,12 @@ func checkMetalFixture(t *testing.T, dev metal.Device, name string) {
 	if r.Top1Agreement < metalMinTop1 || math.Abs(r.DeltaPPLRel) > metalMaxDeltaPPL {
 		t.Fatalf("%s on %s outside the budget: %+v", dev.Name(), name, r)
 	}
+	// Prefill then 16 greedy decode steps, against transformers' own greedy continuation.
+	g, err := goldens.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGreedy(t, mb, g.Prompts[0].IDs, g.Prompts[0].Greedy, fastGoldenLogprobTol)
 }
 
 func newMetalSession(t *testing.T, b engine.Backend) engine.Session {
