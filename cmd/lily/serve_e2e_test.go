@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lily-engine/lily/fixtures/goldens"
 	"github.com/lily-engine/lily/internal/server"
 )
 
@@ -74,4 +75,66 @@ func TestServeMatchesRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeMatchesTransformers sends each fixture model's chat golden through the real server (ref
+// and fast backends): the prompt ids must equal transformers' apply_chat_template ids and the greedy
+// completion transformers' own greedy continuation.
+func TestServeMatchesTransformers(t *testing.T) {
+	for _, name := range []string{"tiny-a", "tiny-b"} {
+		dir := filepath.Join("..", "..", "fixtures", "models", name, "mlx")
+		g, err := goldens.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, backend := range []string{"ref", "fast"} {
+			t.Run(name+"/"+backend, func(t *testing.T) {
+				m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closeModel()
+				m.Name = "lily-test"
+				srv, err := server.New(server.Config{Model: m, Loopback: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				hs := httptest.NewServer(srv)
+				defer hs.Close()
+				body, _ := json.Marshal(map[string]any{
+					"model": "lily-test", "temperature": 0, "max_tokens": len(g.Chat.Greedy.NewIDs),
+					"return_token_ids": true, "messages": g.Chat.Messages,
+				})
+				resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var got struct {
+					PromptTokenIDs []int32 `json:"prompt_token_ids"`
+					Choices        []struct {
+						TokenIDs []int32 `json:"token_ids"`
+					} `json:"choices"`
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || len(got.Choices) != 1 {
+					t.Fatalf("status %d: %v %+v", resp.StatusCode, err, got)
+				}
+				if !slices.Equal(got.PromptTokenIDs, toInt32(g.Chat.IDs)) {
+					t.Fatalf("prompt ids\n got %v\nwant %v", got.PromptTokenIDs, g.Chat.IDs)
+				}
+				if !slices.Equal(got.Choices[0].TokenIDs, toInt32(g.Chat.Greedy.NewIDs)) {
+					t.Fatalf("greedy\n got %v\nwant %v", got.Choices[0].TokenIDs, g.Chat.Greedy.NewIDs)
+				}
+			})
+		}
+	}
+}
+
+func toInt32(xs []int) []int32 {
+	out := make([]int32, len(xs))
+	for i, x := range xs {
+		out[i] = int32(x)
+	}
+	return out
 }
