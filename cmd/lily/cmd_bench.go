@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lily-engine/lily/internal/bench"
+	"github.com/lily-engine/lily/metal"
 )
 
 // cmdBench measures prefill and decode at batch 1 by the published protocol:
@@ -28,6 +29,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	gpuPeak := fs.Float64("gpu-tflops", metal.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--json]")
 		fs.PrintDefaults()
@@ -77,6 +79,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	// to the last position only.
 	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
 	rep := bench.Summarize(*backend, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), mach.memReadGBs, mach.peakGFLOPs)
+	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
+		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
+		if err != nil {
+			return fail(err)
+		}
+		cfg := l.ck.Config
+		err = rep.AgainstModel(bw/1e9, func(n int) (float64, float64, error) { return metal.Expected(cfg, bw, *gpuPeak*1e12, n) })
+		if err != nil {
+			return fail(err)
+		}
+	}
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			return fail(err)
@@ -88,7 +101,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s\n", rep.MemReadGBs, rep.PeakGFLOPs)
 	fmt.Fprintf(stdout, "%10s %14s %14s\n", "prompt", "prefill tok/s", "decode tok/s")
 	for _, r := range rep.Results {
-		fmt.Fprintf(stdout, "%10d %14.2f %14.3f\n", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+		fmt.Fprintf(stdout, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+		if rep.DeviceCopyGBs > 0 {
+			fmt.Fprintf(stdout, "   of model: prefill %.0f%% decode %.0f%%", 100*r.PrefillOfModelFrac, 100*r.DecodeOfModelFrac)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if rep.DeviceCopyGBs > 0 {
+		fmt.Fprintf(stdout, "device copy bandwidth %.1f GB/s; model fractions use it and %.0f TFLOP/s\n", rep.DeviceCopyGBs, *gpuPeak)
 	}
 	fmt.Fprintf(stdout, "decode at %d tokens: %.1f%% of the bandwidth roofline; prefill near 1K: %.1f%% of the compute peak\n",
 		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.PrefillComputeFrac)

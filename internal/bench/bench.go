@@ -24,6 +24,12 @@ type Result struct {
 	PrefillSec   float64 `json:"prefill_s"`
 	DecodeSec    float64 `json:"decode_s"`
 	DecodeTokens int     `json:"decode_tokens"`
+	// On a GPU: the performance model's prediction for this length at the measured copy bandwidth,
+	// and the measured figures as fractions of it.
+	ModelDecodeTokS    float64 `json:"model_decode_tok_s,omitempty"`
+	ModelPrefillTokS   float64 `json:"model_prefill_tok_s,omitempty"`
+	DecodeOfModelFrac  float64 `json:"decode_of_model_frac,omitempty"`
+	PrefillOfModelFrac float64 `json:"prefill_of_model_frac,omitempty"`
 }
 
 // Options says what to measure.
@@ -105,12 +111,34 @@ func argmax(x []float32) int32 {
 type Report struct {
 	Backend            string   `json:"backend"`
 	Results            []Result `json:"results"`
-	BytesPerToken      int64    `json:"bytes_per_token"`      // weight bytes one decode step reads
-	FlopsPerToken      float64  `json:"flops_per_token"`      // prefill FLOPs per prompt token (2 x active matmul params)
-	MemReadGBs         float64  `json:"mem_read_gbs"`         // measured streaming-read bandwidth
-	PeakGFLOPs         float64  `json:"peak_gflops"`          // measured kernel compute peak
-	DecodeRooflineFrac float64  `json:"decode_roofline_frac"` // shortest prompt's decode vs bandwidth roofline
-	PrefillComputeFrac float64  `json:"prefill_compute_frac"` // 1K prefill (or nearest) vs compute peak
+	BytesPerToken      int64    `json:"bytes_per_token"`           // weight bytes one decode step reads
+	FlopsPerToken      float64  `json:"flops_per_token"`           // prefill FLOPs per prompt token (2 x active matmul params)
+	MemReadGBs         float64  `json:"mem_read_gbs"`              // measured streaming-read bandwidth
+	PeakGFLOPs         float64  `json:"peak_gflops"`               // measured kernel compute peak
+	DecodeRooflineFrac float64  `json:"decode_roofline_frac"`      // shortest prompt's decode vs bandwidth roofline
+	PrefillComputeFrac float64  `json:"prefill_compute_frac"`      // 1K prefill (or nearest) vs compute peak
+	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"` // GPU: measured blit-copy bandwidth
+}
+
+// AgainstModel fills each result's prediction by predict(promptTokens) and the measured/predicted
+// fractions; it records the device bandwidth the predictions used.
+func (r *Report) AgainstModel(copyGBs float64, predict func(n int) (decode, prefill float64, err error)) error {
+	r.DeviceCopyGBs = copyGBs
+	for i := range r.Results {
+		x := &r.Results[i]
+		d, p, err := predict(x.PromptTokens)
+		if err != nil {
+			return err
+		}
+		x.ModelDecodeTokS, x.ModelPrefillTokS = d, p
+		if d > 0 {
+			x.DecodeOfModelFrac = x.DecodeTokS / d
+		}
+		if p > 0 {
+			x.PrefillOfModelFrac = x.PrefillTokS / p
+		}
+	}
+	return nil
 }
 
 // Summarize computes the roofline fractions: decode at the shortest prompt length, and prefill at

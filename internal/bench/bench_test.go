@@ -69,3 +69,14 @@ func TestSummarizeFractions(t *testing.T) {
 		t.Fatalf("prefill frac %v", r.PrefillComputeFrac)
 	}
 }
+
+func TestAgainstModel(t *testing.T) {
+	r := Summarize("x", []Result{{PromptTokens: 256, PrefillTokS: 100, DecodeTokS: 5}}, 1, 1, 1, 1)
+	if err := r.AgainstModel(400, func(n int) (float64, float64, error) { return 10, 400, nil }); err != nil {
+		t.Fatal(err)
+	}
+	x := r.Results[0]
+	if r.DeviceCopyGBs != 400 || x.ModelDecodeTokS != 10 || x.DecodeOfModelFrac != 0.5 || x.PrefillOfModelFrac != 0.25 {
+		t.Fatalf("%+v %+v", r, x)
+	}
+}
