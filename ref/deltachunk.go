@@ -11,8 +11,8 @@ import "math"
 //	U = (I + L)⁻¹ Vβ;  W = (I + L)⁻¹ (Kβ ⊙ exp Γ);  Aqk = lower((Q Kᵀ) ⊙ D)   (diagonal included)
 //	Vn = U − W S;  O = (Q ⊙ exp Γ) S + Aqk Vn;  S = S·exp(Γ_{C−1}) + (K ⊙ exp(Γ_{C−1} − Γ))ᵀ Vn
 //
-// (I + L)⁻¹ is formed by transformers' row recursion. Every product accumulates in float64 and is
-// stored as float32. It equals DeltaRuleRecurrent up to float32 rounding.
+// The triangular systems are solved by forward substitution. Every product accumulates in float64 and
+// is stored as float32. It equals DeltaRuleRecurrent up to float32 rounding.
 //
 // S: [Dk·Dv]; q, k: [T][Dk] (normalised, q scaled); v: [T][Dv]; g, beta: [T] → o: [T][Dv].
 // Inputs are not modified.
@@ -61,33 +61,21 @@ func deltaChunk(S []float32, Q, K, V [][]float32, G, B []float32) [][]float32 {
 		}
 		kb[i], vb[i] = scaled(K[i], B[i]), scaled(V[i], B[i])
 	}
-	// A = −strictly-lower((Kβ Kᵀ) ⊙ D), then the row recursion turns it into (I + L)⁻¹ − I.
-	A := make([][]float32, C)
+	// L = strictly-lower((Kβ Kᵀ) ⊙ D): [C][C].
+	L := make([][]float32, C)
 	for i := 0; i < C; i++ {
-		A[i] = make([]float32, C)
+		L[i] = make([]float32, i)
 		for j := 0; j < i; j++ {
-			A[i][j] = -(dot(kb[i], K[j]) * D[i][j])
+			L[i][j] = dot(kb[i], K[j]) * D[i][j]
 		}
 	}
-	for i := 1; i < C; i++ {
-		row := append([]float32(nil), A[i][:i]...)
-		for j := 0; j < i; j++ {
-			var s float64
-			for m := j + 1; m < i; m++ { // A[m][j] is zero for m ≤ j
-				s += float64(row[m]) * float64(A[m][j])
-			}
-			A[i][j] = row[j] + float32(s)
-		}
-	}
-	for i := range A {
-		A[i][i] = 1 // A is now (I + L)⁻¹
-	}
-	// U = A Vβ: [C][Dv];  W = A (Kβ ⊙ exp Γ): [C][Dk].
+	// U = (I + L)⁻¹ Vβ: [C][Dv];  W = (I + L)⁻¹ (Kβ ⊙ exp Γ): [C][Dk] — by forward substitution,
+	// as transformers' solve_triangular(unitriangular=True).
 	kg := make([][]float32, C)
 	for j := range kg {
 		kg[j] = scaled(kb[j], float32(math.Exp(float64(gamma[j]))))
 	}
-	U, W := matMul(A, vb), matMul(A, kg)
+	U, W := forwardSubstitute(L, vb), forwardSubstitute(L, kg)
 
 	// Vn = U − W S: [C][Dv].
 	vn := make([][]float32, C)
@@ -133,6 +121,23 @@ func deltaChunk(S []float32, Q, K, V [][]float32, G, B []float32) [][]float32 {
 		}
 	}
 	return out
+}
+
+// forwardSubstitute solves (I + L) X = B for unit-lower-triangular I + L:
+// X_i = B_i − Σ_{j<i} L_ij X_j. L: [C][i] (row i holds columns 0..i−1); B: [C][N] → X: [C][N].
+func forwardSubstitute(L, B [][]float32) [][]float32 {
+	X := make([][]float32, len(B))
+	for i := range B {
+		X[i] = make([]float32, len(B[i]))
+		for n := range X[i] {
+			var s float64
+			for j := 0; j < i; j++ {
+				s += float64(L[i][j]) * float64(X[j][n])
+			}
+			X[i][n] = B[i][n] - float32(s)
+		}
+	}
+	return X
 }
 
 // scaled returns x·s as a new slice.

@@ -73,7 +73,9 @@ func GatedDeltaNet(cfg *checkpoint.Config, w *checkpoint.GDN, a [][]float32, st 
 	u := CausalConv1D(qkv, st.Conv, w.Conv, cfg.LinearConvKernel) // [T][C]
 
 	T := len(a)
-	scale := float32(1 / math.Sqrt(float64(dk)))
+	// transformers scales q by Dk^−½ in the chunked form and divides by √Dk in the recurrent one;
+	// the two differ in the last bit, so each form follows its own.
+	scale, root := float32(1/math.Sqrt(float64(dk))), float32(math.Sqrt(float64(dk)))
 	q := make([][][]float32, T)  // [T][Hk][Dk]
 	k := make([][][]float32, T)  // [T][Hk][Dk]
 	g := make([][]float32, T)    // [T][Hv]
@@ -84,7 +86,11 @@ func GatedDeltaNet(cfg *checkpoint.Config, w *checkpoint.GDN, a [][]float32, st 
 		for h := 0; h < hk; h++ {
 			q[t][h] = L2Normalize(u[t][h*dk:(h+1)*dk], l2NormEps)
 			for i := range q[t][h] {
-				q[t][h][i] *= scale
+				if chunked {
+					q[t][h][i] *= scale
+				} else {
+					q[t][h][i] /= root
+				}
 			}
 			k[t][h] = L2Normalize(u[t][hk*dk+h*dk:hk*dk+(h+1)*dk], l2NormEps)
 		}

@@ -2,8 +2,11 @@ package ref
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/safetensors"
@@ -125,6 +128,10 @@ func scalarAt(dt checkpoint.DType, b []byte, i int) float32 {
 	}
 }
 
+// parallelMin is the matrix size (Out·In) from which MatVec splits its rows over GOMAXPROCS
+// goroutines. Every row's sum is computed the same way either way, so results do not depend on it.
+const parallelMin = 1 << 18
+
 // MatVec computes y = W_e x for expert e (0 for a plain matrix), one dequantized row at a time:
 // y[r] = Σ_i W[r,i]·x[i] accumulated in float64, rounded once to float32.
 // x: [In] → y: [Out].
@@ -132,8 +139,25 @@ func MatVec(m *checkpoint.Matrix, e int, x, y []float32) error {
 	if len(x) != m.In || len(y) != m.Out {
 		return fmt.Errorf("matrix %s: matvec with x[%d] → y[%d], want x[%d] → y[%d]", m.Name, len(x), len(y), m.In, m.Out)
 	}
+	workers := 1
+	if m.Out*m.In >= parallelMin {
+		workers = min(runtime.GOMAXPROCS(0), m.Out)
+	}
+	per := (m.Out + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*per, min((w+1)*per, m.Out)
+		wg.Go(func() { errs[w] = matVecRows(m, e, x, y, lo, hi) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// matVecRows computes rows [lo, hi) of MatVec.
+func matVecRows(m *checkpoint.Matrix, e int, x, y []float32, lo, hi int) error {
 	row := make([]float32, m.In)
-	for r := range y {
+	for r := lo; r < hi; r++ {
 		if err := Row(m, e, r, row); err != nil {
 			return err
 		}

@@ -1,11 +1,3 @@
-// Package ref is lily's oracle: a plain, exact, pure-Go forward pass of Qwen3.6-35B-A3B that reads
-// like model.md. One function per layer, the formula in its doc comment, shapes in comments.
-//
-// Numerics: ref is a float32 model. Activations are float32 and are never rounded to bf16; every dot
-// product and reduction (norms, softmax, attention, delta-rule contractions) accumulates in float64
-// and rounds once to float32; the DeltaNet recurrent state is float32. The order of operations follows
-// transformers' modeling_qwen3_5_moe.py, so ref agrees with transformers run in float32 on the same
-// weights. Weights stay in their stored form; a matrix is dequantized one row at a time.
 package ref
 
 import (

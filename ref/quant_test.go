@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
@@ -189,4 +190,25 @@ func TestQuantizeRoundTrip(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestMatVecParallelMatchesRows(t *testing.T) {
+	// Large enough to take the parallel path; every row must equal its serial dot product exactly.
+	const out, in = 1024, 512
+	b := &builder{t: t, rng: rand.New(rand.NewPCG(9, 9)), force: 4}
+	m := b.matrix("big", out, in)
+	x := b.values(in, 1)
+	y := make([]float32, out)
+	if err := MatVec(&m, 0, x, y); err != nil {
+		t.Fatal(err)
+	}
+	row := make([]float32, in)
+	for r := 0; r < out; r++ {
+		if err := Row(&m, 0, r, row); err != nil {
+			t.Fatal(err)
+		}
+		if want := dot(row, x); y[r] != want {
+			t.Fatalf("row %d: %v, want %v", r, y[r], want)
+		}
+	}
 }

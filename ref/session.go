@@ -79,8 +79,9 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, each func(i int, 
 //	layer 0..L−1:       the output of decoder layer l (residual stream, before the final norm)
 //	layer L (= layers): the final-normed hidden state, i.e. what lm_head reads
 //
-// transformers' output_hidden_states[i] equals layer i−1 here for i ≤ L−1, and its last entry
-// (after the final norm) equals layer L. It returns the last position's logits.
+// In transformers' usual convention (hidden_states = embeddings, the outputs of layers 0..L−2, then
+// the final-normed output of layer L−1), hidden_states[i] is layer i−1 here for i < L and
+// hidden_states[L] is layer L. It returns the last position's logits.
 func (s *Session) PrefillHidden(ctx context.Context, tokens []int32, hidden func(layer int, h [][]float32)) ([]float32, error) {
 	return s.prefill(ctx, tokens, hidden, nil)
 }
