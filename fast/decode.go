@@ -144,19 +144,35 @@ func (s *Session) decodeStep(ctx context.Context) error {
 func (s *Session) gdnDecode(li int, l *layer) {
 	m, b, d := s.m, s.dec, &s.m.gdn
 	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
-	conv := s.conv[li]
-	m.run.Run(d.c, func(lo, hi int) { convStep(d, l.conv, conv, b.qkv, b.u, lo, hi) })
+	s.cur = li
+	m.run.Run(d.c, s.tasks.conv)
 	normQK(d, b.u, m.qkScale())
 	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
-	ssm := s.ssm[li]
-	v := b.u[2*d.hk*d.dk:]
-	m.run.Run(d.hv, func(lo, hi int) {
-		gdnStep(d, b.u, v, b.g, b.beta, ssm, b.o, lo, hi)
-		for h := lo; h < hi; h++ {
-			gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], m.eps())
-		}
-	})
+	m.run.Run(d.hv, s.tasks.heads)
 	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
+}
+
+// decodeTasks are the decode plan's parallel loops as func values made once per session, so that
+// dispatching them allocates nothing; they read their layer from Session.cur.
+type decodeTasks struct {
+	conv, heads, attend func(lo, hi int)
+}
+
+func (s *Session) newDecodeTasks() decodeTasks {
+	return decodeTasks{
+		conv: func(lo, hi int) {
+			l := &s.m.layers[s.cur]
+			convStep(&s.m.gdn, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+		},
+		heads: func(lo, hi int) {
+			d, b, l := &s.m.gdn, s.dec, &s.m.layers[s.cur]
+			gdnStep(d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, lo, hi)
+			for h := lo; h < hi; h++ {
+				gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
+			}
+		},
+		attend: func(lo, hi int) { s.attendUnits(lo, hi) },
+	}
 }
 
 // normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
@@ -190,7 +206,7 @@ func (s *Session) attnDecode(li int, l *layer) {
 		rope(kc[h*hd:(h+1)*hd], s.pos, m.inv)
 	}
 	n := s.pos + 1
-	attend(m.run, b.qh, s.kc[li][:n*w], s.vc[li][:n*w], n, hq, hkv, hd, s.pos, &b.part, b.ao)
+	s.attend(b.qh, s.kc[li][:n*w], s.vc[li][:n*w], n, hq, hkv, hd, b.ao)
 	for i, g := range b.gate {
 		b.ao[i] *= sigmoid(g)
 	}
@@ -201,45 +217,28 @@ func (s *Session) attnDecode(li int, l *layer) {
 // along the sequence so both workers stay busy and partial softmaxes are merged after.
 const attnSplit = 512
 
-// attend computes causal attention of one query position over keys [0, n).
-// q: [Hq*D]; k, v: [n, Hkv*D]; out: [Hq*D]. part is scratch grown as needed.
-func attend(run Runner, q, k, v []float32, n, hq, hkv, hd, _ int, part *[]float32, out []float32) {
+// attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
+type attnArgs struct {
+	q, k, v     []float32 // q: [Hq*D]; k, v: [n, Hkv*D]
+	n, splits   int
+	hq, hkv, hd int
+	scale       float64
+	part        []float32 // [Hq, splits, D+2]
+}
+
+// attend computes causal attention of one query position over keys [0, n), split along the
+// sequence in attnSplit-key pieces (units of (head, split) across the pool), then merges the
+// partial softmaxes. q: [Hq*D]; k, v: [n, Hkv*D]; out: [Hq*D].
+func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
+	b := s.dec
 	splits := (n + attnSplit - 1) / attnSplit
 	stride := hd + 2
-	if need := hq * splits * stride; cap(*part) < need {
-		*part = make([]float32, need)
+	if need := hq * splits * stride; cap(b.part) < need {
+		b.part = make([]float32, need)
 	}
-	p := (*part)[:hq*splits*stride]
-	scale := 1 / math.Sqrt(float64(hd))
-	rep := hq / hkv
-	w := hkv * hd
-	run.Run(hq*splits, func(lo, hi int) {
-		for u := lo; u < hi; u++ {
-			h, sp := u/splits, u%splits
-			kvh := h / rep
-			qh := q[h*hd : (h+1)*hd]
-			acc := p[u*stride : u*stride+hd]
-			for i := range acc {
-				acc[i] = 0
-			}
-			mx, sum := math.Inf(-1), 0.0
-			for t := sp * attnSplit; t < min(n, (sp+1)*attnSplit); t++ {
-				sc := float64(dot(qh, k[t*w+kvh*hd:t*w+kvh*hd+hd])) * scale
-				if sc > mx {
-					f := math.Exp(mx - sc)
-					sum *= f
-					for i := range acc {
-						acc[i] *= float32(f)
-					}
-					mx = sc
-				}
-				e := math.Exp(sc - mx)
-				sum += e
-				axpy(float32(e), v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
-			}
-			p[u*stride+hd], p[u*stride+hd+1] = float32(mx), float32(sum)
-		}
-	})
+	p := b.part[:hq*splits*stride]
+	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, scale: 1 / math.Sqrt(float64(hd)), part: p}
+	s.m.run.Run(hq*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
@@ -259,6 +258,39 @@ func attend(run Runner, q, k, v []float32, n, hq, hkv, hd, _ int, part *[]float3
 		for i := range o {
 			o[i] = float32(float64(o[i]) / sum)
 		}
+	}
+}
+
+// attendUnits computes the partial softmax of units [lo, hi): unit u is head u/splits over keys of
+// split u%splits, written to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
+func (s *Session) attendUnits(lo, hi int) {
+	a := &s.att
+	hd, stride, w := a.hd, a.hd+2, a.hkv*a.hd
+	rep := a.hq / a.hkv
+	for u := lo; u < hi; u++ {
+		h, sp := u/a.splits, u%a.splits
+		kvh := h / rep
+		qh := a.q[h*hd : (h+1)*hd]
+		acc := a.part[u*stride : u*stride+hd]
+		for i := range acc {
+			acc[i] = 0
+		}
+		mx, sum := math.Inf(-1), 0.0
+		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
+			sc := float64(dot(qh, a.k[t*w+kvh*hd:t*w+kvh*hd+hd])) * a.scale
+			if sc > mx {
+				f := math.Exp(mx - sc)
+				sum *= f
+				for i := range acc {
+					acc[i] *= float32(f)
+				}
+				mx = sc
+			}
+			e := math.Exp(sc - mx)
+			sum += e
+			axpy(float32(e), a.v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
+		}
+		a.part[u*stride+hd], a.part[u*stride+hd+1] = float32(mx), float32(sum)
 	}
 }
 

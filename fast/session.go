@@ -23,6 +23,9 @@ type Session struct {
 	scr  []*gdnScratch
 
 	vecBufs map[int]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
+	cur     int              // the layer the decode tasks work on
+	tasks   decodeTasks
+	att     attnArgs
 }
 
 // NewSession returns an empty sequence.
@@ -41,6 +44,7 @@ func (m *Model) newSession() *Session {
 		}
 	}
 	s.dec = newDecodeBufs(m)
+	s.tasks = s.newDecodeTasks()
 	s.scr = make([]*gdnScratch, d.hv)
 	for h := range s.scr {
 		s.scr[h] = newGDNScratch(d.dk, d.dv)
