@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/fixtures/goldens"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/server"
 )
 
@@ -29,44 +30,11 @@ func TestServeMatchesRun(t *testing.T) {
 	}
 	for _, backend := range []string{"ref", "fast"} {
 		t.Run(backend, func(t *testing.T) {
-			m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeModel()
-			m.Name = "lily-test"
-			srv, err := server.New(server.Config{Model: m, Loopback: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			hs := httptest.NewServer(srv)
-			defer hs.Close()
-			body, _ := json.Marshal(map[string]any{
-				"model": "lily-test", "temperature": 0, "max_tokens": 6, "return_token_ids": true,
-				"messages": []map[string]string{{"role": "user", "content": question}},
-			})
-			resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var got struct {
-				PromptTokenIDs []int32 `json:"prompt_token_ids"`
-				Choices        []struct {
-					TokenIDs []int32 `json:"token_ids"`
-				} `json:"choices"`
-			}
-			if resp.StatusCode != 200 {
-				t.Fatalf("status %d", resp.StatusCode)
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Choices) != 1 {
-				t.Fatalf("decode: %v %+v", err, got)
-			}
+			got, m := serveChat(t, dir, backend, []map[string]string{{"role": "user", "content": question}}, 6)
 			if !slices.Equal(got.PromptTokenIDs, want) {
 				t.Fatalf("prompt ids\n got %v\nwant %v", got.PromptTokenIDs, want)
 			}
-			res, err := generate(context.Background(), m.Backend, want, 6, 0, nil)
+			res, err := generate(context.Background(), m, want, 6, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,37 +57,7 @@ func TestServeMatchesTransformers(t *testing.T) {
 		}
 		for _, backend := range []string{"ref", "fast"} {
 			t.Run(name+"/"+backend, func(t *testing.T) {
-				m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer closeModel()
-				m.Name = "lily-test"
-				srv, err := server.New(server.Config{Model: m, Loopback: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer srv.Close()
-				hs := httptest.NewServer(srv)
-				defer hs.Close()
-				body, _ := json.Marshal(map[string]any{
-					"model": "lily-test", "temperature": 0, "max_tokens": len(g.Chat.Greedy.NewIDs),
-					"return_token_ids": true, "messages": g.Chat.Messages,
-				})
-				resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				var got struct {
-					PromptTokenIDs []int32 `json:"prompt_token_ids"`
-					Choices        []struct {
-						TokenIDs []int32 `json:"token_ids"`
-					} `json:"choices"`
-				}
-				if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || len(got.Choices) != 1 {
-					t.Fatalf("status %d: %v %+v", resp.StatusCode, err, got)
-				}
+				got, _ := serveChat(t, dir, backend, g.Chat.Messages, len(g.Chat.Greedy.NewIDs))
 				if !slices.Equal(got.PromptTokenIDs, toInt32(g.Chat.IDs)) {
 					t.Fatalf("prompt ids\n got %v\nwant %v", got.PromptTokenIDs, g.Chat.IDs)
 				}
@@ -137,4 +75,45 @@ func toInt32(xs []int) []int32 {
 		out[i] = int32(x)
 	}
 	return out
+}
+
+// chatReply is the part of a chat completion the end-to-end tests compare.
+type chatReply struct {
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
+	Choices        []struct {
+		TokenIDs []int32 `json:"token_ids"`
+	} `json:"choices"`
+}
+
+// serveChat serves the checkpoint in dir on backend through the real model wiring, sends one greedy
+// chat completion with return_token_ids, and returns the reply and the backend it ran on.
+func serveChat(t *testing.T, dir, backend string, messages any, maxTokens int) (chatReply, engine.Backend) {
+	t.Helper()
+	m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeModel() })
+	m.Name = "lily-test"
+	srv, err := server.New(server.Config{Model: m, Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	body, _ := json.Marshal(map[string]any{
+		"model": "lily-test", "temperature": 0, "max_tokens": maxTokens, "return_token_ids": true,
+		"messages": messages,
+	})
+	resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got chatReply
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || len(got.Choices) != 1 {
+		t.Fatalf("status %d: %v %+v", resp.StatusCode, err, got)
+	}
+	return got, m.Backend
 }
