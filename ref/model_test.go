@@ -11,8 +11,13 @@ import (
 
 // decodeTol bounds |logits(prefill T) − logits(prefill T−k, then k decodes)|: the two paths differ
 // only in the delta rule's form (chunked vs recurrent), i.e. float32 reassociation (see
-// deltaChunkTol), carried through 4 layers and lm_head with logits of order 1; observed ~2e-6.
-const decodeTol = 1e-4
+// deltaChunkTol), carried through 4 layers and lm_head with logits of order 1. The error depends on
+// the conditioning of the chunk's triangular solve: over 150 random models and prompts (half the
+// tokens drawn from {0,1,2}) the median was 2e-6 and the maximum 3e-5, but rapid found a model
+// (seed 0x17, HF norms, many repeated tokens; kept below as TestPrefillPlusDecodeIllConditioned)
+// reaching 2.7e-4 at k=4. 1e-3 keeps 3.6× margin over that and is still far below what a wrong
+// state hand-over produces (order 1e-1).
+const decodeTol = 1e-3
 
 func TestPrefillEqualsPrefillPlusDecode(t *testing.T) {
 	ctx := context.Background()
@@ -220,5 +225,32 @@ func TestNewRejectsMisSizedWeights(t *testing.T) {
 	}
 	if _, err := New(tinyWeights(t, 5, 4, checkpoint.LayoutHF)); err != nil {
 		t.Errorf("unbroken weights rejected: %v", err)
+	}
+}
+
+// TestPrefillPlusDecodeIllConditioned pins the worst case rapid found for decodeTol (see there).
+func TestPrefillPlusDecodeIllConditioned(t *testing.T) {
+	ctx := context.Background()
+	m := tinyModel(t, 0x17, -1, checkpoint.LayoutHF)
+	ids := []int32{1, 0, 0, 2, 0, 0, 1, 1, 1, 1, 0, 1, 3, 8, 16, 46, 3, 15, 14, 31, 63, 3, 3, 55, 0, 63, 62, 63, 1, 51,
+		0, 3, 6, 0, 50, 3, 2, 0, 42, 2, 30, 27, 23, 14, 29, 50, 13, 3, 1, 28, 63, 56, 12, 6, 7, 29, 37, 3, 28, 1, 1, 0, 3, 28}
+	whole, err := m.NewSession().Prefill(ctx, ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k <= 4; k++ {
+		s := m.NewSession()
+		logits, err := s.Prefill(ctx, ids[:len(ids)-k], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids[len(ids)-k:] {
+			if logits, err = s.Decode(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := maxAbsDiff(t, whole, logits); d > decodeTol {
+			t.Errorf("k=%d: |prefill − prefill+decode| = %g > %g", k, d, decodeTol)
+		}
 	}
 }
