@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")
 	gpuPeak := fs.Float64("gpu-tflops", metal.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--json]")
@@ -69,6 +71,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	mach := measureMachine()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(fmt.Errorf("cpu profile: %w", err))
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rs, err := bench.Run(ctx, l.backend, bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1,
 		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", *backend, n) }})
 	if err != nil {

@@ -1,5 +1,8 @@
 // Command lily serves Qwen3.6-35B-A3B through an OpenAI-compatible API and holds the tools around it:
 // serve, run, tokenize, bench, eval, inspect, synth.
+//
+// In GOEXPERIMENT=simd builds lily re-executes itself once with asynchronous preemption off
+// (preempt_simd.go says why).
 package main
 
 import (
@@ -43,6 +46,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	withoutAsyncPreemption()
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

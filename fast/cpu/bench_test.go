@@ -112,7 +112,7 @@ func benchShapes() []struct {
 func BenchmarkQMatVec(b *testing.B) {
 	for _, sh := range benchShapes() {
 		for _, workers := range []int{1, 2} {
-			for _, impl := range []string{"simd", "portable", "simd_q8", "portable_q8"} {
+			for _, impl := range []string{"simd", "portable", "simd_q16", "portable_q16"} {
 				b.Run(fmt.Sprintf("%s/w%d/%s", sh.name, workers, impl), func(b *testing.B) {
 					benchQMatVec(b, sh.bits, sh.out, sh.in, workers, impl)
 				})
@@ -125,25 +125,25 @@ func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
 	p := NewPool(workers)
 	defer p.Close()
 	k := NewPortable(p)
-	if impl == "simd" || impl == "simd_q8" {
+	if impl == "simd" || impl == "simd_q16" {
 		if k = New(p); !k.SIMD() {
 			b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
 		}
 	}
-	q8 := impl == "simd_q8" || impl == "portable_q8"
-	if q8 && bits == 8 {
+	q16 := impl == "simd_q16" || impl == "portable_q16"
+	if q16 && bits == 8 {
 		b.Skip("8-bit matrices always use the float32 path")
 	}
 	ms := coldMats(bits, out, in)
 	x := randVec(rand.New(rand.NewPCG(2, 2)), in)
 	v := NewVec(in)
-	v.PrepareQ8(x)
+	v.PrepareQ16(x)
 	y := make([]float32, out)
 	bytes := int64(out*in*bits/8 + 2*2*out*in/GroupSize)
 	b.SetBytes(bytes)
 	for i := 0; b.Loop(); i++ {
-		if q8 {
-			k.QMatVecQ8(y, ms[i%len(ms)], v)
+		if q16 {
+			k.QMatVecQ16(y, ms[i%len(ms)], v)
 		} else {
 			k.QMatVec(y, ms[i%len(ms)], v)
 		}
@@ -153,8 +153,8 @@ func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
 	gbs, frac := rooflineFrac(k, func() int64 {
 		n := max(1, passBytes/int(bytes))
 		for range n {
-			if q8 {
-				k.QMatVecQ8(y, ms[next], v)
+			if q16 {
+				k.QMatVecQ16(y, ms[next], v)
 			} else {
 				k.QMatVec(y, ms[next], v)
 			}

@@ -21,7 +21,7 @@ func threadCPU() time.Duration {
 // time, so other processes on a shared machine change it little. GB/s-cpu is the rate one core could
 // consume weights at if memory were free; compare it with the 1-worker read bandwidth.
 func BenchmarkQMatVecCPU(b *testing.B) {
-	for _, impl := range []string{"simd", "simd_q8", "simd_8bit", "portable", "portable_q8", "portable_8bit"} {
+	for _, impl := range []string{"simd", "simd_q16", "simd_8bit", "portable", "portable_q16", "portable_8bit"} {
 		b.Run(impl, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -33,19 +33,19 @@ func BenchmarkQMatVecCPU(b *testing.B) {
 					b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
 				}
 			}
-			bits, q8 := 4, impl == "simd_q8" || impl == "portable_q8"
+			bits, q16 := 4, impl == "simd_q16" || impl == "portable_q16"
 			if impl == "simd_8bit" || impl == "portable_8bit" {
 				bits = 8
 			}
 			r := newRand(1)
 			m := randQMat(r, bits, 256, 2048)
 			v := NewVec(2048)
-			v.PrepareQ8(randVec(r, 2048))
+			v.PrepareQ16(randVec(r, 2048))
 			y := make([]float32, 256)
 			c0, n := threadCPU(), 0
 			for b.Loop() {
-				if q8 {
-					k.QMatVecQ8(y, m, v)
+				if q16 {
+					k.QMatVecQ16(y, m, v)
 				} else {
 					k.QMatVec(y, m, v)
 				}

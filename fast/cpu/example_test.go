@@ -22,11 +22,11 @@ func Example() {
 		x[i] = 2
 	}
 	v := cpu.NewVec(64)
-	v.PrepareQ8(x) // once per input vector, shared by every mat-vec that reads it
+	v.PrepareQ16(x) // once per input vector, shared by every mat-vec that reads it
 	y := make([]float32, 1)
 	k.QMatVec(y, m, v)
 	fmt.Println(y[0]) // Σ 0.5·2 over 64 inputs
-	k.QMatVecQ8(y, m, v)
+	k.QMatVecQ16(y, m, v)
 	fmt.Println(y[0]) // 2 is exact in int8 (127 steps of 2/127)
 	// Output:
 	// 64

@@ -11,17 +11,17 @@ type rowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int)
 
 // impl is one complete set of kernel bodies, portable or SIMD, chosen in New.
 type impl struct {
-	qmv4, qmv8, qmvQ8 rowsFunc
-	dot               func(a, b []float32) float32
-	axpy              func(y []float32, a float32, x []float32)
-	bf16mv            func(y []float32, w []uint16, in int, x []float32, lo, hi int)
-	qmm               func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
-	readSum           func(x []uint64) uint64
+	qmv4, qmv8, qmvQ16 rowsFunc
+	dot                func(a, b []float32) float32
+	axpy               func(y []float32, a float32, x []float32)
+	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
+	qmm                func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
+	readSum            func(x []uint64) uint64
 }
 
 func portableImpl() impl {
 	return impl{
-		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ8: qmvQ8RowsPortable,
+		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
 		dot: dotPortable, axpy: axpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
 	}
 }
@@ -90,20 +90,19 @@ func (k *Kernels) QMatVec(y []float32, m *QMat, v *Vec) {
 	k.runMV(rows, y, m, v)
 }
 
-// QMatVecQ8 is QMatVec against the int8 copy of x (v prepared with PrepareQ8): the inner sums
-// Σ q8_i·q_i are exact integers, and the only extra error is the activation rounding,
-// |x_i − d·q8_i| ≤ d/2 with d = max_g|x|/127. 8-bit matrices use the float32 path (the router's
-// top-k choice is too sensitive for int8 activations).
-func (k *Kernels) QMatVecQ8(y []float32, m *QMat, v *Vec) {
+// QMatVecQ16 is QMatVec against the int16 copy of x (v prepared with PrepareQ16): the inner sums
+// Σ q16_i·q_i are exact integers, and the only extra error is the activation rounding,
+// |x_i − d·q16_i| ≤ d/2 with d = max_g|x|/32767. 8-bit matrices use the float32 path.
+func (k *Kernels) QMatVecQ16(y []float32, m *QMat, v *Vec) {
 	if m.Bits == 8 {
 		k.QMatVec(y, m, v)
 		return
 	}
 	k.checkMV(y, m, v)
 	if !v.hasQ {
-		panic("cpu: QMatVecQ8: Vec not prepared with PrepareQ8")
+		panic("cpu: QMatVecQ16: Vec not prepared with PrepareQ16")
 	}
-	k.runMV(k.f.qmvQ8, y, m, v)
+	k.runMV(k.f.qmvQ16, y, m, v)
 }
 
 // inlineBytes is the matrix size under which a mat-vec runs on the calling goroutine alone: waking a

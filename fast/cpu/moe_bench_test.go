@@ -8,7 +8,7 @@ import (
 // BenchmarkMoEDecode runs the mat-vecs of one MoE block of a decode step (model.md §4.5) the way a
 // decode plan would: the 8-bit router [256, 2048] and shared-expert gate [1, 2048] in float32, then
 // for 8 routed experts and the shared expert gate/up [512, 2048] and down [2048, 512] with int8
-// activations (PrepareQ8 of the input once, of each SwiGLU output once). Expert weights cycle through
+// activations (PrepareQ16 of the input once, of each SwiGLU output once). Expert weights cycle through
 // benchColdBytes, so they come from DRAM. It reports weight GB/s and the fraction of the read
 // bandwidth (paired rounds), the figure decode speed follows.
 func BenchmarkMoEDecode(b *testing.B) {
@@ -30,7 +30,7 @@ func BenchmarkMoEDecode(b *testing.B) {
 			var bytesPerStep int64
 			next := 0
 			step := func() {
-				vx.PrepareQ8(x)
+				vx.PrepareQ16(x)
 				k.QMatVec(logits, router, vx)
 				k.Softmax(logits)
 				k.TopK(idx, logits)
@@ -40,11 +40,11 @@ func BenchmarkMoEDecode(b *testing.B) {
 					// gu and down alias the same arena: down reads the half of it that gu is not reading.
 					g, u, d := gu[next%len(gu)], gu[(next+1)%len(gu)], down[(next+len(down)/2)%len(down)]
 					next += 2
-					k.QMatVecQ8(gate, g, vx)
-					k.QMatVecQ8(up, u, vx)
+					k.QMatVecQ16(gate, g, vx)
+					k.QMatVecQ16(up, u, vx)
 					k.SiLUMul(gate, gate, up)
-					vh.PrepareQ8(gate)
-					k.QMatVecQ8(out, d, vh)
+					vh.PrepareQ16(gate)
+					k.QMatVecQ16(out, d, vh)
 					k.Axpy(acc, 0.125, out)
 				}
 			}

@@ -70,6 +70,7 @@ func bf16RowsSIMD(y []float32, w []uint16, in int, x []float32, lo, hi int) {
 		}
 		storeRows(y[o0:o0+n], &r, n)
 	}
+	archsimd.ClearAVXUpperBits() // storeRows cleared, but the loop's code after it may not be clean
 }
 
 // bf16Row returns a vector whose lanes sum to Σ_i W[i]·x[i] over one bf16 row of length in (a

@@ -2,8 +2,8 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Task is a unit of parallel work: Do handles the items [lo, hi) on worker w (0 <= w < Workers();
@@ -25,31 +25,45 @@ func (f TaskFunc) Do(_, lo, hi int) { f(lo, hi) }
 // worker 0. Run splits [0, items) into contiguous chunks that the workers take from a shared
 // counter, so a worker delayed by the OS does not hold the others back.
 //
+// Decode dispatches thousands of jobs per token, each tens of microseconds long; waking a parked
+// goroutine (a futex wake of a sleeping thread) takes about as long, so the caller would finish
+// most jobs alone. Workers therefore spin on a job counter for spinFor after each job and park
+// only when no job has come; the caller spins for their completion likewise.
+//
 // A Pool is safe for one caller at a time: Run must not be called concurrently, nor from inside a
 // task. Close stops the goroutines; a Pool must not be used after Close.
 type Pool struct {
-	n     int
-	start []chan struct{} // one per background worker
-	wg    sync.WaitGroup
-
-	// The job being run, written by Run before it signals the workers.
-	task   Task
-	items  int
-	chunk  int
-	next   atomic.Int64
-	closed bool
+	n       int
+	workers []*poolWorker // the background workers (1 … n-1)
+	// The job being run, written by Run before it bumps gen.
+	task    Task
+	items   int
+	chunk   int
+	next    atomic.Int64
+	gen     atomic.Uint64 // job number; a worker runs job gen once
+	pending atomic.Int32  // background workers still in the current job
+	closed  atomic.Bool
 }
+
+// poolWorker is one background worker's parking state.
+type poolWorker struct {
+	wake   chan struct{} // a token wakes the parked worker
+	parked atomic.Bool   // set by the worker before it blocks on wake; cleared by whoever wakes it
+}
+
+// spinFor is how long an idle worker (and a waiting caller) spins before it blocks.
+const spinFor = 200 * time.Microsecond
 
 // NewPool starts a pool of n workers (n <= 0 means runtime.GOMAXPROCS(0)).
 func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: n, start: make([]chan struct{}, n-1)}
-	for i := range p.start {
-		c := make(chan struct{}, 1)
-		p.start[i] = c
-		go p.worker(i+1, c)
+	p := &Pool{n: n}
+	for i := 1; i < n; i++ {
+		w := &poolWorker{wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go p.worker(i, w)
 	}
 	return p
 }
@@ -57,10 +71,46 @@ func NewPool(n int) *Pool {
 // Workers returns the number of workers, counting the caller of Run.
 func (p *Pool) Workers() int { return p.n }
 
-func (p *Pool) worker(w int, start chan struct{}) {
-	for range start {
+func (p *Pool) worker(w int, pw *poolWorker) {
+	var seen uint64
+	for {
+		g := p.await(seen, pw)
+		if p.closed.Load() {
+			return
+		}
+		seen = g
 		p.drain(w)
-		p.wg.Done()
+		p.pending.Add(-1)
+	}
+}
+
+// await returns the first job number after seen: it spins for spinFor, then parks on pw.wake.
+func (p *Pool) await(seen uint64, pw *poolWorker) uint64 {
+	deadline := time.Now().Add(spinFor)
+	for i := 0; ; i++ {
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
+		if i%256 == 255 {
+			if time.Now().After(deadline) {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	for {
+		pw.parked.Store(true)
+		if g := p.gen.Load(); g != seen {
+			if pw.parked.CompareAndSwap(true, false) {
+				return g
+			}
+			<-pw.wake // Run cleared parked first: its token is on the way
+			return p.gen.Load()
+		}
+		<-pw.wake
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
 	}
 }
 
@@ -71,6 +121,7 @@ func (p *Pool) drain(w int) {
 		if lo >= p.items {
 			return
 		}
+		clearUpper()
 		p.task.Do(w, lo, min(lo+p.chunk, p.items))
 	}
 }
@@ -86,19 +137,27 @@ func (p *Pool) RunTask(items int, t Task) {
 		return
 	}
 	if p.n == 1 || items == 1 {
+		clearUpper()
 		t.Do(0, 0, items)
 		return
 	}
 	p.task, p.items = t, items
 	p.chunk = max(1, (items+p.n*chunksPerWorker-1)/(p.n*chunksPerWorker))
 	p.next.Store(0)
-	wake := min(len(p.start), (items+p.chunk-1)/p.chunk-1)
-	p.wg.Add(wake)
-	for _, c := range p.start[:wake] {
-		c <- struct{}{}
+	p.pending.Store(int32(len(p.workers)))
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		if w.parked.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
 	}
 	p.drain(0)
-	p.wg.Wait()
+	deadline := time.Now().Add(spinFor)
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i%256 == 255 && time.Now().After(deadline) {
+			runtime.Gosched() // a worker the OS descheduled: let it run
+		}
+	}
 	p.task = nil
 }
 
@@ -110,11 +169,13 @@ func (p *Pool) Run(items int, fn func(lo, hi int)) {
 
 // Close stops the background workers. It is safe to call more than once.
 func (p *Pool) Close() {
-	if p.closed {
+	if p.closed.Swap(true) {
 		return
 	}
-	p.closed = true
-	for _, c := range p.start {
-		close(c)
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		if w.parked.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
 	}
 }

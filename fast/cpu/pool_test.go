@@ -61,9 +61,9 @@ func TestKernelsDoNotAllocate(t *testing.T) {
 		x := randVec(newRand(2), 512)
 		y := make([]float32, 300)
 		allocs := testing.AllocsPerRun(20, func() {
-			v.PrepareQ8(x)
+			v.PrepareQ16(x)
 			k.QMatVec(y, m, v)
-			k.QMatVecQ8(y, m, v)
+			k.QMatVecQ16(y, m, v)
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per mat-vec", name, allocs)

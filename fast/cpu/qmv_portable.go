@@ -31,9 +31,10 @@ func qmvRowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
 	}
 }
 
-// qmvQ8RowsPortable is qmvRowsPortable for 4-bit weights against the int8 copy of x:
-// y[o] = Σ_g scale[o,g]·d[g]·(Σ_i q8_i·q_i) + bias[o,g]·(Σ_i x_i), the inner sum exact in int32.
-func qmvQ8RowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
+// qmvQ16RowsPortable is qmvRowsPortable for 4-bit weights against the int16 copy of x:
+// y[o] = Σ_g scale[o,g]·(d[g]·(Σ_i q16_i·q_i) + corr[g]) + bias[o,g]·(Σ_i x_i), the inner sum exact
+// in int32 (corr: see Vec.PrepareQ16).
+func qmvQ16RowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
 	groups, rb := m.Groups(), m.RowBytes()
 	for o := lo; o < hi; o++ {
 		row := m.W[o*rb : (o+1)*rb]
@@ -43,9 +44,9 @@ func qmvQ8RowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
 			q := v.q[g*GroupSize : (g+1)*GroupSize]
 			var s int32
 			for j, b := range row[g*32 : g*32+32] {
-				s += int32(q[j])*int32(b&15) + int32(q[32+j])*int32(b>>4)
+				s += int32(q[j])*int32(b&15) + int32(q[32+j])*int32(b>>4) // ≤ 64·15·32767: fits
 			}
-			acc += BF16(sc[g])*v.d[g]*float32(s) + BF16(bi[g])*v.sum[g]
+			acc += BF16(sc[g])*(v.d[g]*float32(s)+v.corr[g]) + BF16(bi[g])*v.sum[g]
 		}
 		y[o] = acc
 	}

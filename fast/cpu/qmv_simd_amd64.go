@@ -21,15 +21,23 @@ type scaleTable [rowBlock][MaxIn/GroupSize + 4]float32
 type qmvKind int
 
 const (
-	kindQ4   qmvKind = iota
-	kindQ8W          // 8-bit weights, float32 activations
-	kindQ4A8         // 4-bit weights, int8 activations
+	kindQ4        qmvKind = iota
+	kindQ8W               // 8-bit weights, float32 activations
+	kindQ4x512            // 4-bit weights, float32 activations, 512-bit vectors
+	kindQ4A16             // 4-bit weights, int16 activations, 256-bit vectors
+	kindQ4A16x512         // the same with 512-bit vectors
 )
 
 func qmv4RowsSIMD(y []float32, m *QMat, v *Vec, lo, hi int) { qmvBlocksSIMD(y, m, v, lo, hi, kindQ4) }
+func qmv4RowsSIMD512(y []float32, m *QMat, v *Vec, lo, hi int) {
+	qmvBlocksSIMD(y, m, v, lo, hi, kindQ4x512)
+}
 func qmv8RowsSIMD(y []float32, m *QMat, v *Vec, lo, hi int) { qmvBlocksSIMD(y, m, v, lo, hi, kindQ8W) }
-func qmvQ8RowsSIMD(y []float32, m *QMat, v *Vec, lo, hi int) {
-	qmvBlocksSIMD(y, m, v, lo, hi, kindQ4A8)
+func qmvQ16RowsSIMD(y []float32, m *QMat, v *Vec, lo, hi int) {
+	qmvBlocksSIMD(y, m, v, lo, hi, kindQ4A16)
+}
+func qmvQ16RowsSIMD512(y []float32, m *QMat, v *Vec, lo, hi int) {
+	qmvBlocksSIMD(y, m, v, lo, hi, kindQ4A16x512)
 }
 
 // qmvBlocksSIMD computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In] in blocks of 8 rows.
@@ -55,10 +63,14 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 			switch kind {
 			case kindQ4:
 				r[j] = qmv4Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.p4)))
+			case kindQ4x512:
+				r[j] = qmv4Row512(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.pe)))
 			case kindQ8W:
 				r[j] = qmv8Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.p8)))
+			case kindQ4A16:
+				r[j] = qmvQ16Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.q)))
 			default:
-				r[j] = qmvQ8Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.q)))
+				r[j] = qmvQ16Row512(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.q)))
 			}
 			r[j] = r[j].Add(bias)
 		}
@@ -69,17 +81,19 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 			}
 		}
 	}
+	archsimd.ClearAVXUpperBits() // storeRows cleared, but the loop's code after it may not be clean
 }
 
-// prepRow writes row o's per-group multipliers (scale, or scale·d for int8 activations) into sf and
-// returns its bias term Σ_g bias·Σx, in scalar code.
+// prepRow writes row o's per-group multipliers (scale, or scale·d for int16 activations) into sf and
+// returns its bias term Σ_g bias·Σx (plus Σ_g scale·corr for int16 activations), in scalar code.
 func prepRow(sf *[MaxIn/GroupSize + 4]float32, m *QMat, v *Vec, o int, kind qmvKind) float32 {
 	groups := m.Groups()
 	sc, bi := m.Scales[o*groups:(o+1)*groups], m.Biases[o*groups:(o+1)*groups]
 	var b float32
 	for g := range groups {
 		sf[g] = BF16(sc[g])
-		if kind == kindQ4A8 {
+		if kind >= kindQ4A16 {
+			b += sf[g] * v.corr[g]
 			sf[g] *= v.d[g]
 		}
 		b += BF16(bi[g]) * v.sum[g]
@@ -94,11 +108,13 @@ func prepRowSIMD(sf *[MaxIn/GroupSize + 4]float32, m *QMat, v *Vec, o int, kind 
 	sc := unsafe.Pointer(unsafe.SliceData(m.Scales[o*groups : (o+1)*groups]))
 	bi := unsafe.Pointer(unsafe.SliceData(m.Biases[o*groups : (o+1)*groups]))
 	sum, d := unsafe.Pointer(unsafe.SliceData(v.sum)), unsafe.Pointer(unsafe.SliceData(v.d))
+	corr := unsafe.Pointer(unsafe.SliceData(v.corr))
 	c16 := archsimd.BroadcastUint32x8(16)
 	var acc archsimd.Float32x8
 	for g := 0; g < groups; g += 8 {
 		s := bf16x8(unsafe.Add(sc, 2*g), c16)
-		if kind == kindQ4A8 {
+		if kind >= kindQ4A16 {
+			acc = s.MulAdd(f32x8(unsafe.Add(corr, 4*g)), acc)
 			s = s.Mul(f32x8(unsafe.Add(d, 4*g)))
 		}
 		s.Store((*[8]float32)(sf[g : g+8]))
@@ -137,6 +153,31 @@ func qmv4Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 	return tot
 }
 
+// qmv4Row512 is qmv4Row with 512-bit vectors (AVX-512): per group, each 16-byte half is one
+// VPMOVZXBD load into 16 int32 lanes, split into low and high nibbles (elements 2b and 2b+1),
+// converted and multiplied with xp (Vec.pe: the even elements, then the odd ones). About half the
+// instructions of the 256-bit loop for the same exact float32 arithmetic.
+func qmv4Row512(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp unsafe.Pointer) archsimd.Float32x8 {
+	mask, c4 := archsimd.BroadcastUint32x16(0xF), archsimd.BroadcastUint32x16(4)
+	var tot archsimd.Float32x16
+	sp, x := unsafe.Pointer(sf), xp
+	for end := unsafe.Add(w, 32*groups); w != end; w, x, sp = unsafe.Add(w, 32), unsafe.Add(x, 4*GroupSize), unsafe.Add(sp, 4) {
+		b0 := archsimd.LoadUint8x16((*[16]uint8)(w)).ExtendToUint32()
+		b1 := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(w, 16))).ExtendToUint32()
+		a0 := b0.And(mask).AsInt32x16().ConvertToFloat32().Mul(f32x16(x))
+		a1 := b1.And(mask).AsInt32x16().ConvertToFloat32().Mul(f32x16(unsafe.Add(x, 64)))
+		a0 = b0.ShiftRight(c4).AsInt32x16().ConvertToFloat32().MulAdd(f32x16(unsafe.Add(x, 128)), a0)
+		a1 = b1.ShiftRight(c4).AsInt32x16().ConvertToFloat32().MulAdd(f32x16(unsafe.Add(x, 192)), a1)
+		tot = a0.Add(a1).MulAdd(bcast16(sp), tot)
+	}
+	return tot.GetLo().Add(tot.GetHi())
+}
+
+// f32x16 loads 16 float32 at p.
+func f32x16(p unsafe.Pointer) archsimd.Float32x16 {
+	return archsimd.LoadFloat32x16((*[16]float32)(p))
+}
+
 // qmv8Row is qmv4Row for an 8-bit row: a group is two Uint32x8 loads of 4 elements per word; byte k
 // of the 8 words is one vector, multiplied with xp (Vec.p8).
 func qmv8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp unsafe.Pointer) archsimd.Float32x8 {
@@ -166,36 +207,73 @@ func qmv8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, xp 
 	return tot
 }
 
-// qmvQ8Row returns a vector whose lanes sum to Σ_g sf[g]·(Σ_{i∈g} q8_i·q_i) for one 4-bit row
-// against the int8 activations qp (Vec.q; sf already holds scale·d). Per group the 32 packed bytes
-// are one load, split into low and high nibbles (elements 2b and 2b+1); VPMADDUBSW multiplies them
-// with the int8 activations (|15·127·2| fits int16), VPMADDWD widens to int32. Two accumulators
-// alternate between groups to hide the FMA latency.
-func qmvQ8Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, qp unsafe.Pointer) archsimd.Float32x8 {
-	nib := archsimd.BroadcastUint8x32(0x0F)
-	ones := archsimd.BroadcastInt16x16(1)
-	c4 := archsimd.BroadcastUint32x8(4)
+// qmvQ16Row returns a vector whose lanes sum to Σ_g sf[g]·(Σ_{i∈g} q16_i·q_i) for one 4-bit row
+// against the int16 activations qp (Vec.q; sf already holds scale·d), with 256-bit vectors. Per
+// group the 32 packed bytes are two 16-byte loads widened to 16-bit lanes, split into low and high
+// nibbles (elements 2b and 2b+1); VPMADDWD multiplies them with the int16 activations and adds
+// pairs in int32 (|2·15·32767| fits easily). Two accumulators alternate between groups to hide the
+// FMA latency.
+func qmvQ16Row(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, qp unsafe.Pointer) archsimd.Float32x8 {
+	nib, c4 := archsimd.BroadcastUint16x16(0x0F), archsimd.BroadcastUint16x16(1<<12)
 	sp := unsafe.Pointer(sf)
 	var t0, t1 archsimd.Float32x8
-	// Pointers advance instead of being recomputed from g: fewer integer instructions per group.
 	for end := unsafe.Add(w, 32*(groups&^1)); w != end; {
-		t0 = q8Group(w, qp, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(sp), t0)
-		t1 = q8Group(unsafe.Add(w, 32), unsafe.Add(qp, 64), nib, c4, ones).ConvertToFloat32().MulAdd(bcast(unsafe.Add(sp, 4)), t1)
-		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 128), unsafe.Add(sp, 8)
+		t0 = q16Group(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast(sp), t0)
+		t1 = q16Group(unsafe.Add(w, 32), unsafe.Add(qp, 128), nib, c4).ConvertToFloat32().MulAdd(bcast(unsafe.Add(sp, 4)), t1)
+		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 256), unsafe.Add(sp, 8)
 	}
 	if groups&1 != 0 {
-		t0 = q8Group(w, qp, nib, c4, ones).ConvertToFloat32().MulAdd(bcast(sp), t0)
+		t0 = q16Group(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast(sp), t0)
 	}
 	return t0.Add(t1)
 }
 
-// q8Group returns the integer dot products of the group at w (32 packed bytes) and qp (64 int8),
-// spread over 8 int32 lanes.
-func q8Group(w, qp unsafe.Pointer, nib archsimd.Uint8x32, c4 archsimd.Uint32x8, ones archsimd.Int16x16) archsimd.Int32x8 {
-	q := archsimd.LoadUint32x8((*[8]uint32)(w))
-	ql := q.AsUint8x32().And(nib)
-	qh := q.ShiftRight(c4).AsUint8x32().And(nib)
-	xl := archsimd.LoadInt8x32((*[32]int8)(qp))
-	xh := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(qp, 32)))
-	return ql.DotProductPairsSaturated(xl).Add(qh.DotProductPairsSaturated(xh)).DotProductPairs(ones)
+// q16Group returns the integer dot products of the group at w (32 packed bytes) and qp (64 int16:
+// the even elements, then the odd ones), spread over 8 int32 lanes. The high nibble is the high
+// half of b·4096 (VPMULHUW): AVX2 has no per-lane 16-bit shift, and a shift by a count in a general
+// register would go through a legacy SSE move (see simd_amd64.go).
+func q16Group(w, qp unsafe.Pointer, nib, c4 archsimd.Uint16x16) archsimd.Int32x8 {
+	b0 := archsimd.LoadUint8x16((*[16]uint8)(w)).ExtendToUint16()
+	b1 := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(w, 16))).ExtendToUint16()
+	s := b0.And(nib).AsInt16x16().DotProductPairs(i16x16(qp))
+	s = s.Add(b1.And(nib).AsInt16x16().DotProductPairs(i16x16(unsafe.Add(qp, 32))))
+	s = s.Add(b0.MulHigh(c4).AsInt16x16().DotProductPairs(i16x16(unsafe.Add(qp, 64))))
+	return s.Add(b1.MulHigh(c4).AsInt16x16().DotProductPairs(i16x16(unsafe.Add(qp, 96))))
+}
+
+// qmvQ16Row512 is qmvQ16Row with 512-bit vectors (AVX-512BW): a group is one 32-byte load widened
+// to 32 16-bit lanes, two VPMADDWD and one add; the 16-lane float accumulators fold to 8 lanes at
+// the end.
+func qmvQ16Row512(w unsafe.Pointer, sf *[MaxIn/GroupSize + 4]float32, groups int, qp unsafe.Pointer) archsimd.Float32x8 {
+	nib, c4 := archsimd.BroadcastUint16x32(0x0F), archsimd.BroadcastUint16x32(4)
+	sp := unsafe.Pointer(sf)
+	var t0, t1 archsimd.Float32x16
+	for end := unsafe.Add(w, 32*(groups&^1)); w != end; {
+		t0 = q16Group512(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast16(sp), t0)
+		t1 = q16Group512(unsafe.Add(w, 32), unsafe.Add(qp, 128), nib, c4).ConvertToFloat32().MulAdd(bcast16(unsafe.Add(sp, 4)), t1)
+		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 256), unsafe.Add(sp, 8)
+	}
+	if groups&1 != 0 {
+		t0 = q16Group512(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast16(sp), t0)
+	}
+	t := t0.Add(t1)
+	return t.GetLo().Add(t.GetHi())
+}
+
+// q16Group512 is q16Group over 16 int32 lanes; the high nibble comes from VPSRLVW (c4: 4 in every
+// lane).
+func q16Group512(w, qp unsafe.Pointer, nib, c4 archsimd.Uint16x32) archsimd.Int32x16 {
+	b := archsimd.LoadUint8x32((*[32]uint8)(w)).ExtendToUint16()
+	lo := b.And(nib).AsInt16x32().DotProductPairs(archsimd.LoadInt16x32((*[32]int16)(qp)))
+	return lo.Add(b.ShiftRight(c4).AsInt16x32().DotProductPairs(archsimd.LoadInt16x32((*[32]int16)(unsafe.Add(qp, 64)))))
+}
+
+// i16x16 loads 16 int16 at p.
+func i16x16(p unsafe.Pointer) archsimd.Int16x16 {
+	return archsimd.LoadInt16x16((*[16]int16)(p))
+}
+
+// bcast16 loads the float32 at p into all 16 lanes (p must have 3 readable float32 after it).
+func bcast16(p unsafe.Pointer) archsimd.Float32x16 {
+	return archsimd.LoadFloat32x4((*[4]float32)(p)).Broadcast1To16()
 }

@@ -40,10 +40,10 @@ func TestQMatVecMatchesOracle(t *testing.T) {
 	}
 }
 
-// TestQMatVecQ8Budget checks the int8-activation path against its documented error budget:
-// |y − oracle| ≤ Σ_g |scale_g|·(d_g/2)·Σ_i q_i + |bias_g|·0 (the bias term uses the exact Σx) plus
-// the float32 rounding tolerance qmvTol·mass.
-func TestQMatVecQ8Budget(t *testing.T) {
+// TestQMatVecQ16Budget checks the int16-activation path against its documented error budget:
+// |y − oracle| ≤ Σ_g |scale_g|·(d_g/2)·Σ_i |q_i − qMid| (the bias term uses the exact Σx, and corr
+// removes the qMid part of the rounding error) plus the float32 rounding tolerance qmvTol·mass.
+func TestQMatVecQ16Budget(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for name, k := range variants(p) {
@@ -55,9 +55,9 @@ func TestQMatVecQ8Budget(t *testing.T) {
 				r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 2))
 				m, x := randQMat(r, 4, out, in), randVec(r, in)
 				v := NewVec(in)
-				v.PrepareQ8(x)
+				v.PrepareQ16(x)
 				y := make([]float32, out)
-				k.QMatVecQ8(y, m, v)
+				k.QMatVecQ16(y, m, v)
 				want, mass := oracleQMatVec(m, x)
 				var ms float64
 				for _, w := range want {
@@ -72,7 +72,7 @@ func TestQMatVecQ8Budget(t *testing.T) {
 					for g := range m.Groups() {
 						var qs float64
 						for i := g * GroupSize; i < (g+1)*GroupSize; i++ {
-							qs += oracleQ(m, o, i)
+							qs += math.Abs(oracleQ(m, o, i) - qMid)
 						}
 						budget += math.Abs(float64(BF16(m.Scales[o*m.Groups()+g]))) * float64(v.d[g]) / 2 * qs
 					}
@@ -99,7 +99,7 @@ func TestSIMDMatchesPortable(t *testing.T) {
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 3))
 		m, x := randQMat(r, bits, out, in), randVec(r, in)
 		v := NewVec(in)
-		v.PrepareQ8(x)
+		v.PrepareQ16(x)
 		_, mass := oracleQMatVec(m, x)
 		check := func(what string, f func(k *Kernels, y []float32)) {
 			a, b := make([]float32, out), make([]float32, out)
@@ -112,6 +112,58 @@ func TestSIMDMatchesPortable(t *testing.T) {
 			}
 		}
 		check("QMatVec", func(k *Kernels, y []float32) { k.QMatVec(y, m, v) })
-		check("QMatVecQ8", func(k *Kernels, y []float32) { k.QMatVecQ8(y, m, v) })
+		check("QMatVecQ16", func(k *Kernels, y []float32) { k.QMatVecQ16(y, m, v) })
 	})
+}
+
+// TestQMatVecQ16Formula checks that the int16 path computes exactly its formula on the prepared Vec,
+// y[o] = Σ_g scale·(d·Σ_i q16_i·q_i + corr) + bias·Σx (oracle in float64 from v's own fields),
+// within float32 rounding; and that PrepareQ16's fields are what it documents: |x − d·q16| ≤ d/2
+// and corr = qMid·Σ(x − d·q16). The budget test alone would not notice a kernel that drops corr.
+func TestQMatVecQ16Formula(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	for name, k := range variants(p) {
+		t.Run(name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				_, out, in := drawShape(t)
+				r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 4))
+				m, x := randQMat(r, 4, out, in), randVec(r, in)
+				v := NewVec(in)
+				v.PrepareQ16(x)
+				for g := range m.Groups() {
+					var e float64
+					for j := range GroupSize {
+						xi := float64(x[g*GroupSize+j])
+						qi := float64(v.q[g*GroupSize+j/2+32*(j%2)]) // even elements first, then odd
+						if d := math.Abs(xi - float64(v.d[g])*qi); d > float64(v.d[g])/2*(1+1e-6) {
+							t.Fatalf("group %d element %d: |x − d·q16| = %g > d/2 = %g", g, j, d, v.d[g]/2)
+						}
+						e += xi - float64(v.d[g])*qi
+					}
+					if d := math.Abs(float64(v.corr[g]) - qMid*e); d > 1e-6*math.Abs(qMid*e)+1e-30 {
+						t.Fatalf("group %d: corr %g, want %g", g, v.corr[g], qMid*e)
+					}
+				}
+				y := make([]float32, out)
+				k.QMatVecQ16(y, m, v)
+				for o := range out {
+					var want, mass float64
+					for g := range m.Groups() {
+						var s int64
+						for j := range GroupSize {
+							s += int64(v.q[g*GroupSize+j/2+32*(j%2)]) * int64(oracleQ(m, o, g*GroupSize+j))
+						}
+						sc, bi := float64(BF16(m.Scales[o*m.Groups()+g])), float64(BF16(m.Biases[o*m.Groups()+g]))
+						term := sc*(float64(v.d[g])*float64(s)+float64(v.corr[g])) + bi*float64(v.sum[g])
+						want += term
+						mass += math.Abs(sc*float64(v.d[g])*float64(s)) + math.Abs(sc*float64(v.corr[g])) + math.Abs(bi*float64(v.sum[g]))
+					}
+					if d := math.Abs(float64(y[o]) - want); d > qmvTol*mass {
+						t.Fatalf("[%d,%d]: y[%d] = %g, formula %g (|Δ| %g > %g)", out, in, o, y[o], want, d, qmvTol*mass)
+					}
+				}
+			})
+		})
+	}
 }

@@ -20,10 +20,14 @@ func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 // simdImpl returns the archsimd kernels.
 func simdImpl() impl {
+	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
+	if archsimd.X86.AVX512() {
+		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
+	}
 	return impl{
-		qmv4:    qmv4RowsSIMD,
+		qmv4:    q4,
 		qmv8:    qmv8RowsSIMD,
-		qmvQ8:   qmvQ8RowsSIMD,
+		qmvQ16:  q16,
 		dot:     dotSIMD,
 		axpy:    axpySIMD,
 		bf16mv:  bf16RowsSIMD,
@@ -108,3 +112,9 @@ func readSumSIMD(x []uint64) uint64 {
 	}
 	return s
 }
+
+// clearUpper returns the upper vector state to clean (VZEROUPPER). The pool calls it before every
+// task: besides kernels, the Go runtime dirties it — its asynchronous preemption restores all ZMM
+// registers and returns without VZEROUPPER — and a task of plain Go float code (convolutions, the
+// chunked delta rule, attention) would then run about 100 times slower (see the note above).
+func clearUpper() { archsimd.ClearAVXUpperBits() }

@@ -7,3 +7,6 @@ func haveSIMD() bool { return false }
 
 // simdImpl is never called when haveSIMD is false.
 func simdImpl() impl { return portableImpl() }
+
+// clearUpper has nothing to clear without the archsimd kernels.
+func clearUpper() {}

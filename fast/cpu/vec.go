@@ -9,8 +9,11 @@ import "math"
 //   - x: the values as given;
 //   - sum: [In/64] Σ x over each group, for the bias term of the fused dequantization;
 //   - p4, p8: x permuted into the order in which the SIMD kernels unpack 4-bit and 8-bit words;
-//   - q, d: x quantized to int8 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
-//     Q8 kernel.
+//   - pe: x per group as its 32 even-indexed elements then its 32 odd-indexed ones (the order of the
+//     low and high nibbles of the group's 32 packed bytes, for the 512-bit 4-bit kernel);
+//   - q, d: x quantized to int16 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
+//     Q16 kernel, and corr: [In/64] qMid·(Σx − d·Σq), the rounding error of the int16 copy
+//     that a weight at the middle of the 4-bit range would see (see PrepareQ16).
 //
 // A Vec is owned by one goroutine; the kernels only read it.
 type Vec struct {
@@ -18,9 +21,11 @@ type Vec struct {
 	x    []float32
 	sum  []float32
 	p4   []float32
+	pe   []float32
 	p8   []float32
-	q    []int8
+	q    []int16
 	d    []float32
+	corr []float32
 	hasQ bool
 }
 
@@ -29,15 +34,15 @@ func NewVec(n int) *Vec {
 	g := n / GroupSize
 	return &Vec{
 		n: n, x: make([]float32, n), sum: make([]float32, g),
-		p4: make([]float32, n), p8: make([]float32, n),
-		q: make([]int8, n), d: make([]float32, g),
+		p4: make([]float32, n), p8: make([]float32, n), pe: make([]float32, n),
+		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
 	}
 }
 
 // Len returns the input length.
 func (v *Vec) Len() int { return v.n }
 
-// Prepare loads x: [n] into v (everything except the int8 copy). It allocates nothing.
+// Prepare loads x: [n] into v (everything except the int16 copy). It allocates nothing.
 func (v *Vec) Prepare(x []float32) {
 	if len(x) != v.n {
 		panic("cpu: Vec.Prepare: length mismatch")
@@ -52,14 +57,30 @@ func (v *Vec) Prepare(x []float32) {
 		}
 		v.sum[g] = s
 		permute4(v.p4[g*GroupSize:(g+1)*GroupSize], xs)
+		pe := v.pe[g*GroupSize : (g+1)*GroupSize]
+		for j := range 32 {
+			pe[j], pe[32+j] = xs[2*j], xs[2*j+1]
+		}
 		permute8(v.p8[g*GroupSize:(g+1)*GroupSize], xs)
 	}
 }
 
-// PrepareQ8 also fills the int8 copy: per group, d = max|x|/127 and q = round(x/d), stored as the
-// 32 even-indexed elements followed by the 32 odd-indexed ones (the order of the low and high
-// nibbles of the group's 32 packed bytes).
-func (v *Vec) PrepareQ8(x []float32) {
+// qMid is the middle of the 4-bit weight range [0, 15] (see PrepareQ16).
+const qMid = 7.5
+
+// q16Max is the largest int16 magnitude PrepareQ16 uses: x ≈ d·q with |q| ≤ q16Max.
+const q16Max = 32767
+
+// PrepareQ16 also fills the int16 copy: per group, d = max|x|/32767 and q = round(x/d), stored as
+// the 32 even-indexed elements followed by the 32 odd-indexed ones (the order of the low and high
+// nibbles of the group's 32 packed bytes). The rounding error is at most d/2 = max|x|/65534 per
+// element, a relative 1.5e-5 of the group's largest activation.
+//
+// The error a 4-bit row sees is Σ_i scale·q_i·e_i with e_i = x_i − d·q16_i. Writing q_i = qMid +
+// (q_i − qMid), the qMid part is scale·qMid·Σe, the same for every row: corr holds qMid·Σe per group
+// and the kernels add scale·corr, so only Σ scale·(q_i − qMid)·e_i is left — about half the error
+// on uniformly spread 4-bit weights.
+func (v *Vec) PrepareQ16(x []float32) {
 	v.Prepare(x)
 	for g := range v.d {
 		xs := x[g*GroupSize : (g+1)*GroupSize]
@@ -67,17 +88,20 @@ func (v *Vec) PrepareQ8(x []float32) {
 		for _, e := range xs {
 			amax = max(amax, float32(math.Abs(float64(e))))
 		}
-		d := amax / 127
+		d := amax / q16Max
 		v.d[g] = d
-		var inv float32
+		var inv float64 // in float64 so that |x − d·q| ≤ d/2 holds exactly
 		if d != 0 {
-			inv = 1 / d
+			inv = 1 / float64(d)
 		}
 		q := v.q[g*GroupSize : (g+1)*GroupSize]
+		var e float64 // Σ (x − d·q16), exactly enough in float64
 		for j := range 32 {
-			q[j] = int8(math.RoundToEven(float64(xs[2*j] * inv)))
-			q[32+j] = int8(math.RoundToEven(float64(xs[2*j+1] * inv)))
+			q[j] = int16(max(-q16Max, min(q16Max, math.RoundToEven(float64(xs[2*j])*inv))))
+			q[32+j] = int16(max(-q16Max, min(q16Max, math.RoundToEven(float64(xs[2*j+1])*inv))))
+			e += float64(xs[2*j]) - float64(d)*float64(q[j]) + float64(xs[2*j+1]) - float64(d)*float64(q[32+j])
 		}
+		v.corr[g] = float32(qMid * e)
 	}
 	v.hasQ = true
 }
