@@ -234,3 +234,39 @@ func TestFastFixtures(t *testing.T) {
 		})
 	}
 }
+
+// int16 activations everywhere (fast.Options.Int16Activations) let rounding of up to 1.5e-5 of a
+// group's largest input reach the session's state. Measured on the fixtures (decode plan against
+// ref, teacher-forced): the HF-layout models have no 4-bit matrices and do not change; tiny-b/mlx
+// stays at top-1 100% (Δppl +0.0002%); tiny-a/mlx flips one expert choice at position 85 and
+// carries the change on: top-1 95.3%, Δppl −1.47%. That misses the default budget, which is why the
+// option is off by default; this looser budget (top-1 ≥ 90%, |Δppl| ≤ 3%) still fails at once if
+// the int16 path computes something else.
+const (
+	int16Top1Min  = 0.90
+	int16DeltaPPL = 0.03
+)
+
+// TestFastInt16Activations holds the opt-in all-int16 decode plan to its looser, measured budget.
+func TestFastInt16Activations(t *testing.T) {
+	for _, g := range fixtureGoldens(t) {
+		t.Run(g.Model+"/"+g.Layout, func(t *testing.T) {
+			ck := openFixture(t, g)
+			rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096, Int16Activations: true})
+			toks := ids32(g.Prompts[len(g.Prompts)-1].IDs)
+			sa, err := fidelity.Score(context.Background(), rb, toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb, err := scoreByDecode(fb, toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := fidelity.Diff(sa, sb)
+			t.Logf("int16 decode plan: top-1 %.4f, Δppl %+.4f%%, max |Δlogp| %.2e", r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
+			if r.Top1Agreement < int16Top1Min || math.Abs(r.DeltaPPLRel) > int16DeltaPPL {
+				t.Errorf("int16 decode plan against ref: %+v", r)
+			}
+		})
+	}
+}

@@ -43,6 +43,7 @@ type Model struct {
 	inv    []float64 // RoPE inverse frequencies
 	gdn    gdnDims
 	maxCtx int
+	int16  bool // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
 }
 
 type layer struct {
@@ -62,6 +63,10 @@ type layer struct {
 type Options struct {
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings).
 	MaxContext int
+	// Int16Activations makes all of decode's 4-bit mat-vecs read their input quantized to int16 per
+	// group of 64 (cpu.Kernels.QMatVecQ16), not only the lm_head's: about 1.4× faster decode on
+	// AVX-512, but the rounding reaches the session's state. Off by default: see Session.vecsQ16.
+	Int16Activations bool
 }
 
 // New prepares w for the fast plans on the CPU kernels k (their pool also runs the plans' other
@@ -72,6 +77,7 @@ func New(w *checkpoint.Weights, k *cpu.Kernels, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m.k = k
+	m.int16 = opt.Int16Activations
 	return m, nil
 }
 

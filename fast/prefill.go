@@ -100,7 +100,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 	normRows(x, m.final, a, t, hs, m.eps())
 	v := c.VocabSize
 	if each == nil {
-		s.vecs(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
+		s.vecsQ16(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
 		return s.dec.logits, nil
 	}
 	y := make([]float32, logitRows*v)

@@ -11,6 +11,7 @@ import (
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/ref"
+	"github.com/spf13/pflag"
 )
 
 // loaded is an open checkpoint and a backend over it.
@@ -21,9 +22,23 @@ type loaded struct {
 	close   func() error
 }
 
+// backendSpec is which backend to build and how it runs (see buildBackend).
+type backendSpec struct {
+	name    string // "ref" or "fast"
+	device  string // fast: "", "cpu", "metal" or "metal-emu"
+	ctxSize int    // a session's length limit (0: the model's maximum)
+	int16   bool   // fast on the cpu: int16 activations in every 4-bit decode mat-vec
+}
+
+// addFastFlags registers the fast backend's flags, shared by every command that builds one.
+func addFastFlags(fs *pflag.FlagSet, s *backendSpec) {
+	fs.StringVar(&s.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	fs.BoolVar(&s.int16, "int16-activations", false, "fast on the cpu: every 4-bit decode mat-vec reads int16 activations (faster; measured fidelity cost in README)")
+}
+
 // openBackend finds the checkpoint (dir, or the Hugging Face cache when dir is empty), maps it,
-// and builds the named backend over it (see buildBackend).
-func openBackend(dir, backend, device string, ctxSize int) (*loaded, error) {
+// and builds the backend s names over it (see buildBackend).
+func openBackend(dir string, s backendSpec) (*loaded, error) {
 	dir, err := checkpoint.Locate(dir)
 	if err != nil {
 		return nil, err
@@ -32,7 +47,7 @@ func openBackend(dir, backend, device string, ctxSize int) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := buildBackend(ck, backend, device, ctxSize)
+	b, err := buildBackend(ck, s)
 	if err != nil {
 		ck.Close()
 		return nil, err
@@ -47,10 +62,14 @@ func openBackend(dir, backend, device string, ctxSize int) (*loaded, error) {
 // buildBackend makes "ref" (the oracle) or "fast" over an open checkpoint. The fast backend runs on
 // device "cpu" (the fast/cpu kernels), "metal" (the GPU, darwin/arm64) or "metal-emu" (the Metal
 // engine on the CPU emulator: slow, for checking kernels anywhere); "" picks metal when a GPU is
-// there and cpu otherwise. ctxSize bounds a session's length (0: the model's maximum). A backend
-// that holds a device implements io.Closer.
-func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int) (engine.Backend, error) {
-	switch backend {
+// there and cpu otherwise. A backend that holds a device implements io.Closer.
+func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, error) {
+	device, ctxSize := s.device, s.ctxSize
+	if s.int16 && (s.name != "fast" || (device != "" && device != "cpu")) {
+		return nil, fmt.Errorf("--int16-activations applies to the fast backend on the cpu only")
+	}
+	cpuOpts := fast.Options{MaxContext: ctxSize, Int16Activations: s.int16}
+	switch s.name {
 	case "ref":
 		if device != "" && device != "cpu" {
 			return nil, fmt.Errorf("backend ref runs on the cpu only (got --device %s)", device)
@@ -66,13 +85,13 @@ func buildBackend(ck *checkpoint.Checkpoint, backend, device string, ctxSize int
 			if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
 				return b, nil
 			}
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize})
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
 		case "cpu":
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), fast.Options{MaxContext: ctxSize})
+			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
 		case "metal", "metal-emu":
 			return metal.OpenBackend(ck.Weights, device, ctxSize)
 		}
 		return nil, fmt.Errorf("unknown --device %q (want cpu, metal or metal-emu)", device)
 	}
-	return nil, fmt.Errorf("unknown backend %q (want ref or fast)", backend)
+	return nil, fmt.Errorf("unknown backend %q (want ref or fast)", s.name)
 }

@@ -24,8 +24,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	backend := fs.String("backend", "fast", "backend: ref or fast")
-	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	spec := backendSpec{}
+	fs.StringVar(&spec.name, "backend", "fast", "backend: ref or fast")
+	addFastFlags(fs, &spec)
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
@@ -63,7 +64,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if *ctxSize == 0 {
 		*ctxSize = longest + *decode
 	}
-	l, err := openBackend(*model, *backend, *device, *ctxSize)
+	spec.ctxSize = *ctxSize
+	l, err := openBackend(*model, spec)
 	if err != nil {
 		return fail(err)
 	}
@@ -83,7 +85,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	rs, err := bench.Run(ctx, l.backend, bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1,
-		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", *backend, n) }})
+		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", spec.name, n) }})
 	if err != nil {
 		return fail(err)
 	}
@@ -91,7 +93,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	// A prompt token costs 2 FLOPs per active matrix parameter, except lm_head, which prefill applies
 	// to the last position only.
 	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
-	rep := bench.Summarize(*backend, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), mach.memReadGBs, mach.peakGFLOPs)
+	rep := bench.Summarize(spec.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), mach.memReadGBs, mach.peakGFLOPs)
 	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
 		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {

@@ -22,9 +22,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	backend := fs.String("backend", "fast", "backend under test: ref or fast")
+	spec := backendSpec{}
+	fs.StringVar(&spec.name, "backend", "fast", "backend under test: ref or fast")
 	against := fs.String("against", "ref", "backend to compare with: ref or fast")
-	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	addFastFlags(fs, &spec)
 	positions := fs.Int("positions", 192, "next-token predictions to compare (the sequence has positions+1 tokens)")
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
 	seed := fs.Uint64("seed", 1, "seed of the random token sequence")
@@ -52,12 +53,12 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily eval: %v\n", err)
 		return 1
 	}
-	l, err := openBackend(*model, *backend, *device, 0)
+	l, err := openBackend(*model, spec)
 	if err != nil {
 		return fail(err)
 	}
 	defer l.close()
-	other, err := buildBackend(l.ck, *against, "", 0)
+	other, err := buildBackend(l.ck, backendSpec{name: *against})
 	if err != nil {
 		return fail(err)
 	}
@@ -76,15 +77,15 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 			Backend string `json:"backend"`
 			Against string `json:"against"`
 			*fidelity.Report
-		}{*backend, *against, rep}
+		}{spec.name, *against, rep}
 		if err := json.NewEncoder(stdout).Encode(out); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s against %s, teacher-forced on %d positions\n", *backend, *against, rep.Positions)
+	fmt.Fprintf(stdout, "%s against %s, teacher-forced on %d positions\n", spec.name, *against, rep.Positions)
 	fmt.Fprintf(stdout, "  top-1 agreement   %.4f (%d near-tie disagreements)\n", rep.Top1Agreement, rep.NearTieDisagreements)
-	fmt.Fprintf(stdout, "  perplexity        %s %.4f   %s %.4f   Δ %+.4f%%\n", *against, rep.PPLA, *backend, rep.PPLB, 100*rep.DeltaPPLRel)
+	fmt.Fprintf(stdout, "  perplexity        %s %.4f   %s %.4f   Δ %+.4f%%\n", *against, rep.PPLA, spec.name, rep.PPLB, 100*rep.DeltaPPLRel)
 	fmt.Fprintf(stdout, "  |Δ logprob|       mean %.2e   max %.2e\n", rep.MeanAbsDLogp, rep.MaxAbsDLogp)
 	return 0
 }

@@ -38,8 +38,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	backend := fs.String("backend", "ref", "backend: ref or fast")
-	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	spec := backendSpec{}
+	fs.StringVar(&spec.name, "backend", "ref", "backend: ref or fast")
+	addFastFlags(fs, &spec)
 	prompt := fs.String("prompt", "", "prompt text")
 	chat := fs.Bool("chat", false, "render --prompt as one user turn of the chat template")
 	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
@@ -74,8 +75,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--chat needs --prompt")
 	case *maxTokens < 0 || *topK < 0:
 		return usageErr("--max-tokens and --logprobs must be ≥ 0")
-	case *backend != "ref" && *backend != "fast":
-		return usageErr("unknown --backend %q (want ref or fast)", *backend)
+	case spec.name != "ref" && spec.name != "fast":
+		return usageErr("unknown --backend %q (want ref or fast)", spec.name)
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "lily run: %v\n", err)
@@ -89,7 +90,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var l *loaded
-	l, err = openBackend(*model, *backend, *device, 0)
+	l, err = openBackend(*model, spec)
 	if err != nil {
 		return fail(err)
 	}

@@ -22,25 +22,25 @@ import (
 
 // serveOptions are the flags of `lily serve`.
 type serveOptions struct {
-	model, backend, host string
-	device               string
-	port, ctxSize, queue int
-	apiKey               string
-	maxBody              int64
-	allowHosts, cors     []string
-	keepAlive            time.Duration
-	name                 string
+	model, host      string
+	spec             backendSpec
+	port, queue      int
+	apiKey           string
+	maxBody          int64
+	allowHosts, cors []string
+	keepAlive        time.Duration
+	name             string
 }
 
 func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("lily serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.model, "model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json); default: the MLX checkpoint in the Hugging Face cache")
-	fs.StringVar(&o.backend, "backend", "ref", "compute backend: ref or fast")
-	fs.StringVar(&o.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
+	fs.StringVar(&o.spec.name, "backend", "ref", "compute backend: ref or fast")
+	addFastFlags(fs, &o.spec)
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address to bind; a loopback address also enables the Host-header allowlist")
 	fs.IntVar(&o.port, "port", 8080, "port to listen on")
-	fs.IntVar(&o.ctxSize, "ctx-size", 0, "context window in tokens (0: the model's maximum)")
+	fs.IntVar(&o.spec.ctxSize, "ctx-size", 0, "context window in tokens (0: the model's maximum)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require the header Authorization: Bearer KEY (default: $LILY_API_KEY, else no key)")
 	fs.IntVar(&o.queue, "queue", 16, "requests that may wait while one runs; more get 503")
 	fs.Int64Var(&o.maxBody, "max-body", 8<<20, "request body limit in bytes")
@@ -79,11 +79,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if o.backend != "ref" && o.backend != "fast" {
-		fmt.Fprintf(stderr, "lily serve: --backend must be ref or fast, not %q\n", o.backend)
+	if o.spec.name != "ref" && o.spec.name != "fast" {
+		fmt.Fprintf(stderr, "lily serve: --backend must be ref or fast, not %q\n", o.spec.name)
 		return 2
 	}
-	if o.port < 0 || o.port > 65535 || o.queue < 0 || o.ctxSize < 0 || o.maxBody <= 0 {
+	if o.port < 0 || o.port > 65535 || o.queue < 0 || o.spec.ctxSize < 0 || o.maxBody <= 0 {
 		fmt.Fprintln(stderr, "lily serve: --port, --queue, --ctx-size and --max-body must be in range")
 		return 2
 	}
@@ -92,7 +92,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	bar := newServeProgress(stderr)
-	m, closeModel, err := openModel(o.model, o.backend, o.device, o.ctxSize, bar.update)
+	m, closeModel, err := openModel(o.model, o.spec, bar.update)
 	bar.done()
 	if err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
@@ -105,7 +105,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		queue = -1 // no waiting room
 	}
 	srv, err := server.New(server.Config{
-		Model: m, CtxSize: o.ctxSize, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
+		Model: m, CtxSize: o.spec.ctxSize, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
 		Loopback: isLoopbackHost(o.host), AllowHosts: o.allowHosts, CORSOrigins: o.cors,
 		KeepAlive: o.keepAlive, Logger: logger,
 	})
@@ -121,7 +121,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.backend)
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.spec.name)
 	if err := serveUntilDone(ctx, srv.HTTPServer(ln.Addr().String()), ln); err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 1

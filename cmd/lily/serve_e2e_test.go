@@ -89,7 +89,7 @@ type chatReply struct {
 // chat completion with return_token_ids, and returns the reply and the backend it ran on.
 func serveChat(t *testing.T, dir, backend string, messages any, maxTokens int) (chatReply, engine.Backend) {
 	t.Helper()
-	m, closeModel, err := openModel(dir, backend, "cpu", 0, func(int64, int64) {})
+	m, closeModel, err := openModel(dir, backendSpec{name: backend, device: "cpu"}, func(int64, int64) {})
 	if err != nil {
 		t.Fatal(err)
 	}

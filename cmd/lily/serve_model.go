@@ -15,8 +15,8 @@ import (
 
 // openModel loads the checkpoint (dir, or the Hugging Face cache when empty) on the named backend
 // and device, with its tokenizer and the chat format. The returned function releases it all.
-func openModel(dir, backend, device string, ctxSize int, progress func(done, total int64)) (server.Model, func() error, error) {
-	l, err := openBackend(dir, backend, device, ctxSize)
+func openModel(dir string, spec backendSpec, progress func(done, total int64)) (server.Model, func() error, error) {
+	l, err := openBackend(dir, spec)
 	if err != nil {
 		return server.Model{}, nil, err
 	}
