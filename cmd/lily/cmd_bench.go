@@ -85,7 +85,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	rs, err := bench.Run(ctx, l.backend, bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1,
-		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", spec.name, n) }})
+		Progress: func(n int) { fmt.Fprintf(stderr, "lily bench: %s, %d-token prompt…\n", spec.name, n) },
+		Resident: residentBytes})
 	if err != nil {
 		return fail(err)
 	}
@@ -94,6 +95,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	// to the last position only.
 	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
 	rep := bench.Summarize(spec.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), mach.memReadGBs, mach.peakGFLOPs)
+	rep.WeightsBytes = st.BytesTotal
 	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
 		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {
@@ -114,9 +116,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
 	fmt.Fprintf(stdout, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s\n", rep.MemReadGBs, rep.PeakGFLOPs)
-	fmt.Fprintf(stdout, "%10s %14s %14s\n", "prompt", "prefill tok/s", "decode tok/s")
+	fmt.Fprintf(stdout, "%10s %14s %14s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "resident−weights")
 	for _, r := range rep.Results {
 		fmt.Fprintf(stdout, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+		if r.ResidentBytes > 0 {
+			fmt.Fprintf(stdout, " %15.2f GB", float64(r.ResidentBytes-rep.WeightsBytes)/1e9)
+		} else {
+			fmt.Fprintf(stdout, " %18s", "unknown")
+		}
 		if rep.DeviceCopyGBs > 0 {
 			fmt.Fprintf(stdout, "   of model: prefill %.0f%% decode %.0f%%", 100*r.PrefillOfModelFrac, 100*r.DecodeOfModelFrac)
 		}

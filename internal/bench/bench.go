@@ -24,6 +24,9 @@ type Result struct {
 	PrefillSec   float64 `json:"prefill_s"`
 	DecodeSec    float64 `json:"decode_s"`
 	DecodeTokens int     `json:"decode_tokens"`
+	// ResidentBytes is the process's resident memory at the end of the decode, with the session
+	// still open (0 when Options.Resident is unset or cannot tell).
+	ResidentBytes int64 `json:"resident_bytes,omitempty"`
 	// On a GPU: the performance model's prediction for this length at the measured copy bandwidth,
 	// and the measured figures as fractions of it.
 	ModelDecodeTokS    float64 `json:"model_decode_tok_s,omitempty"`
@@ -39,6 +42,8 @@ type Options struct {
 	Seed          uint64
 	// Progress, when set, is called before each length is measured.
 	Progress func(promptTokens int)
+	// Resident, when set, reports the process's resident memory in bytes (ok false: unknown).
+	Resident func() (bytes int64, ok bool)
 }
 
 // Run measures b at every prompt length that fits its context (prompt + decode tokens).
@@ -58,7 +63,7 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 		if opt.Progress != nil {
 			opt.Progress(n)
 		}
-		r, err := one(ctx, b, n, opt.DecodeTokens, rng)
+		r, err := one(ctx, b, n, opt.DecodeTokens, rng, opt.Resident)
 		if err != nil {
 			return out, fmt.Errorf("bench: %d-token prompt: %w", n, err)
 		}
@@ -67,7 +72,7 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 	return out, nil
 }
 
-func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand) (Result, error) {
+func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, resident func() (int64, bool)) (Result, error) {
 	prompt := make([]int32, n)
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(b.VocabSize()))
@@ -90,11 +95,17 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand) (
 		}
 	}
 	dec := time.Since(t1)
-	return Result{
+	r := Result{
 		PromptTokens: n, DecodeTokens: decode,
 		PrefillSec: prefill.Seconds(), DecodeSec: dec.Seconds(),
 		PrefillTokS: float64(n) / prefill.Seconds(), DecodeTokS: float64(decode) / dec.Seconds(),
-	}, nil
+	}
+	if resident != nil {
+		if rb, ok := resident(); ok {
+			r.ResidentBytes = rb
+		}
+	}
+	return r, nil
 }
 
 func argmax(x []float32) int32 {
@@ -118,6 +129,7 @@ type Report struct {
 	DecodeRooflineFrac float64  `json:"decode_roofline_frac"`      // shortest prompt's decode vs bandwidth roofline
 	PrefillComputeFrac float64  `json:"prefill_compute_frac"`      // 1K prefill (or nearest) vs compute peak
 	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"` // GPU: measured blit-copy bandwidth
+	WeightsBytes       int64    `json:"weights_bytes,omitempty"`   // the mapped checkpoint tensors
 }
 
 // AgainstModel fills each result's prediction by predict(promptTokens) and the measured/predicted
