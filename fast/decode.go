@@ -66,51 +66,63 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
 func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, true) }
 
-// vecsWith runs gathered mat-vecs. On the fast/cpu kernels each runs split across the pool, and
-// each distinct input vector is prepared (group sums, SIMD orders, the int16 copy when q16) once
-// for all the matrices that read it. With plain loops they run as one dispatch over all their rows.
+// vecsWith runs gathered mat-vecs. On the fast/cpu kernels the quantized ones run as one pool
+// dispatch (cpu.Kernels.QMatVecs), each distinct input vector prepared once (group sums, SIMD
+// orders, the int16 copy when q16) for all the matrices that read it; bf16 ones run after, each
+// split across the pool. With plain loops they run as one dispatch over all their rows.
 func (s *Session) vecsWith(jobs []vecJob, q16 bool) {
 	m := s.m
 	if m.k == nil {
 		m.plainVecs(jobs)
 		return
 	}
+	clear(s.vecUsed)
+	mv := s.mv[:0]
 	var last []float32
 	var v *cpu.Vec
 	for _, j := range jobs {
 		x := j.x[:j.w.in]
+		if j.w.q == nil {
+			continue
+		}
+		if last == nil || &last[0] != &x[0] || len(last) != len(x) {
+			v = s.vec(len(x))
+			if q16 {
+				v.PrepareQ16(x)
+			} else {
+				v.Prepare(x)
+			}
+			last = x
+		}
+		mv = append(mv, cpu.MatVec{Y: j.y[:j.w.out], M: j.w.q, V: v, Q16: q16})
+	}
+	if len(mv) > 0 {
+		m.k.QMatVecs(mv)
+	}
+	clear(mv) // drop the references until the next call
+	s.mv = mv[:0]
+	for _, j := range jobs {
 		switch {
 		case j.w.q != nil:
-			if last == nil || len(last) != len(x) || &last[0] != &x[0] {
-				v = s.vec(len(x))
-				if q16 {
-					v.PrepareQ16(x)
-				} else {
-					v.Prepare(x)
-				}
-				last = x
-			}
-			if q16 {
-				m.k.QMatVecQ16(j.y[:j.w.out], j.w.q, v)
-			} else {
-				m.k.QMatVec(j.y[:j.w.out], j.w.q, v)
-			}
 		case j.w.dtype == safetensors.BF16:
-			m.k.BF16MatVec(j.y[:j.w.out], u16(j.w.w), j.w.out, j.w.in, x)
+			m.k.BF16MatVec(j.y[:j.w.out], u16(j.w.w), j.w.out, j.w.in, j.x[:j.w.in])
 		default:
 			m.plainVecs([]vecJob{j})
 		}
 	}
 }
 
-// vec returns the session's prepared-input buffer for inputs of length n.
+// vec returns a prepared-input buffer for an input of length n that no other input of this
+// gathered dispatch uses (the down projections read nine different vectors of one length).
 func (s *Session) vec(n int) *cpu.Vec {
-	v, ok := s.vecBufs[n]
-	if !ok {
-		v = cpu.NewVec(n)
-		s.vecBufs[n] = v
+	i := s.vecUsed[n]
+	s.vecUsed[n] = i + 1
+	bufs := s.vecBufs[n]
+	if i == len(bufs) {
+		bufs = append(bufs, cpu.NewVec(n))
+		s.vecBufs[n] = bufs
 	}
-	return v
+	return bufs[i]
 }
 
 // plainVecs runs the mat-vecs with the plain loops in one parallel dispatch over all their rows.

@@ -22,8 +22,10 @@ type Session struct {
 	dec  *decodeBufs
 	scr  []*gdnScratch
 
-	vecBufs map[int]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
-	cur     int              // the layer the decode tasks work on
+	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
+	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
+	mv      []cpu.MatVec       // the current gathered dispatch
+	cur     int                // the layer the decode tasks work on
 	tasks   decodeTasks
 	att     attnArgs
 }
@@ -32,7 +34,7 @@ type Session struct {
 func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), nil }
 
 func (m *Model) newSession() *Session {
-	s := &Session{m: m, vecBufs: map[int]*cpu.Vec{}}
+	s := &Session{m: m, vecBufs: map[int][]*cpu.Vec{}, vecUsed: map[int]int{}}
 	n := len(m.layers)
 	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
 	s.kc, s.vc = make([][]float32, n), make([][]float32, n)

@@ -35,6 +35,7 @@ type Kernels struct {
 	f    impl
 
 	mv    qmvTask
+	batch batchTask
 	mm    qmmTask
 	bmv   bf16Task
 	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows

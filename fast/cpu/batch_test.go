@@ -1,0 +1,56 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestQMatVecsEqualsOneByOne: a batch computes exactly what the single mat-vecs do, bit for bit
+// (same row kernels, same per-row order), for any mix of 4/8-bit, float32 and int16 inputs and
+// sizes, shared and distinct inputs, on pools of 1 to 3 workers.
+func TestQMatVecsEqualsOneByOne(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		p := NewPool(workers)
+		defer p.Close()
+		for name, k := range variants(p) {
+			t.Run(name, func(t *testing.T) {
+				rapid.Check(t, func(t *rapid.T) {
+					r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 5))
+					n := rapid.IntRange(1, 12).Draw(t, "jobs")
+					in := GroupSize * rapid.IntRange(1, 40).Draw(t, "groups")
+					shared := NewVec(in)
+					shared.PrepareQ16(randVec(r, in))
+					jobs := make([]MatVec, n)
+					want := make([][]float32, n)
+					for i := range jobs {
+						bits, out, _ := drawShape(t)
+						v := shared
+						if rapid.Bool().Draw(t, "own input") {
+							v = NewVec(in)
+							v.PrepareQ16(randVec(r, in))
+						}
+						jobs[i] = MatVec{Y: make([]float32, out), M: randQMat(r, bits, out, in), V: v, Q16: rapid.Bool().Draw(t, "q16")}
+						want[i] = make([]float32, out)
+						if jobs[i].Q16 {
+							k.QMatVecQ16(want[i], jobs[i].M, v)
+						} else {
+							k.QMatVec(want[i], jobs[i].M, v)
+						}
+					}
+					k.QMatVecs(jobs)
+					for i, j := range jobs {
+						for o := range j.Y {
+							if math.Float32bits(j.Y[o]) != math.Float32bits(want[i][o]) {
+								t.Fatalf("job %d (%d-bit [%d,%d] q16 %v) row %d: batch %g, alone %g",
+									i, j.M.Bits, j.M.Out, in, j.Q16, o, j.Y[o], want[i][o])
+							}
+						}
+					}
+				})
+			})
+		}
+	}
+}
