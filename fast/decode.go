@@ -285,7 +285,7 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 			base := (h*splits + sp) * stride
 			f := math.Exp(float64(p[base+hd]) - mx)
 			sum += float64(p[base+hd+1]) * f
-			axpy(float32(f), p[base:base+hd], o)
+			s.m.ops.axpy(float32(f), p[base:base+hd], o)
 		}
 		for i := range o {
 			o[i] = float32(float64(o[i]) / sum)
@@ -309,7 +309,7 @@ func (s *Session) attendUnits(lo, hi int) {
 		}
 		mx, sum := math.Inf(-1), 0.0
 		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
-			sc := float64(dot(qh, a.k[t*w+kvh*hd:t*w+kvh*hd+hd])) * a.scale
+			sc := float64(s.m.ops.dot(qh, a.k[t*w+kvh*hd:t*w+kvh*hd+hd])) * a.scale
 			if sc > mx {
 				f := math.Exp(mx - sc)
 				sum *= f
@@ -320,7 +320,7 @@ func (s *Session) attendUnits(lo, hi int) {
 			}
 			e := math.Exp(sc - mx)
 			sum += e
-			axpy(float32(e), a.v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
+			s.m.ops.axpy(float32(e), a.v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
 		}
 		a.part[u*stride+hd], a.part[u*stride+hd+1] = float32(mx), float32(sum)
 	}

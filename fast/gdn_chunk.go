@@ -20,7 +20,7 @@ func newGDNScratch(dk, dv int) *gdnScratch {
 // form (mathematically equal to gdnStep applied T times, see model.md §4.3 step 8).
 // qk: [T, 2*Hk*Dk] normalised q then k per token (row stride qkStride); v: [T, *] value rows with
 // head h at v[t*vStride + h*Dv]; g, beta: [T, Hv]; state: [Hv, Dk, Dv]; out: [T, Hv*Dv].
-func gdnChunked(d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
+func gdnChunked(ops vecOps, d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
 	scr []*gdnScratch, lo, hi int) {
 	dk, dv, hv := d.dk, d.dv, d.hv
 	rep := hv / d.hk
@@ -53,9 +53,9 @@ func gdnChunked(d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStr
 					wi[x] = bi * eg * ki[x]
 				}
 				for j := 0; j < i; j++ {
-					aij := bi * dot(ki, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
-					axpy(-aij, sc.u[j*dv:j*dv+dv], ui)
-					axpy(-aij, sc.w[j*dk:j*dk+dk], wi)
+					aij := bi * ops.dot(ki, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
+					ops.axpy(-aij, sc.u[j*dv:j*dv+dv], ui)
+					ops.axpy(-aij, sc.w[j*dk:j*dk+dk], wi)
 				}
 			}
 			// Vn_i = U_i - W_i S  (stored over U).
@@ -63,7 +63,7 @@ func gdnChunked(d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStr
 				ui := sc.u[i*dv : i*dv+dv]
 				wi := sc.w[i*dk : i*dk+dk]
 				for x := 0; x < dk; x++ {
-					axpy(-wi[x], s[x*dv:x*dv+dv], ui)
+					ops.axpy(-wi[x], s[x*dv:x*dv+dv], ui)
 				}
 			}
 			// O_i = e^{Γ_i} q_i S + Σ_{j≤i} (q_i·k_j) e^{Γ_i-Γ_j} Vn_j.
@@ -75,11 +75,11 @@ func gdnChunked(d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStr
 				}
 				eg := float32(math.Exp(float64(sc.gam[i])))
 				for x := 0; x < dk; x++ {
-					axpy(eg*qi[x], s[x*dv:x*dv+dv], oi)
+					ops.axpy(eg*qi[x], s[x*dv:x*dv+dv], oi)
 				}
 				for j := 0; j <= i; j++ {
-					c := dot(qi, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
-					axpy(c, sc.u[j*dv:j*dv+dv], oi)
+					c := ops.dot(qi, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
+					ops.axpy(c, sc.u[j*dv:j*dv+dv], oi)
 				}
 			}
 			// S = e^{Γ_last} S + Σ_j e^{Γ_last-Γ_j} k_j ⊗ Vn_j.
@@ -93,7 +93,7 @@ func gdnChunked(d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStr
 				f := float32(math.Exp(float64(last - sc.gam[j])))
 				vn := sc.u[j*dv : j*dv+dv]
 				for x := 0; x < dk; x++ {
-					axpy(f*kj[x], vn, s[x*dv:x*dv+dv])
+					ops.axpy(f*kj[x], vn, s[x*dv:x*dv+dv])
 				}
 			}
 		}

@@ -55,7 +55,7 @@ func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 		for h := range scr {
 			scr[h] = newGDNScratch(d.dk, d.dv)
 		}
-		gdnChunked(d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
+		gdnChunked(vecOps{}, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
 			t.Fatalf("T=%d: outputs differ by %g", T, e)
 		}

@@ -43,7 +43,8 @@ type Model struct {
 	inv    []float64 // RoPE inverse frequencies
 	gdn    gdnDims
 	maxCtx int
-	int16  bool // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
+	ops    vecOps // dot and axpy of the plans' inner loops
+	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
 }
 
 type layer struct {
@@ -76,7 +77,7 @@ func New(w *checkpoint.Weights, k *cpu.Kernels, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.k = k
+	m.k, m.ops = k, vecOps{k}
 	m.int16 = opt.Int16Activations
 	return m, nil
 }

@@ -1,6 +1,10 @@
 package fast
 
-import "math"
+import (
+	"math"
+
+	"github.com/lily-engine/lily/fast/cpu"
+)
 
 // rmsNorm: out = x / sqrt(mean(x²) + eps) * w. x, w, out: [n]. Sum of squares in float64.
 func rmsNorm(x, w, out []float32, eps float64) {
@@ -91,4 +95,26 @@ func swiglu(g, u []float32) {
 	for i, v := range g {
 		g[i] = silu(v) * u[i]
 	}
+}
+
+// vecOps are the dot and axpy of the plans' inner loops (attention, the chunked delta rule, the
+// MoE combine): the fast/cpu SIMD versions when the model runs on the kernels, the plain loops
+// otherwise (NewPlain, the in-package oracle).
+type vecOps struct{ k *cpu.Kernels }
+
+// dot returns Σ a_i·b_i over len(a).
+func (o vecOps) dot(a, b []float32) float32 {
+	if o.k != nil {
+		return o.k.Dot(a, b)
+	}
+	return dot(a, b)
+}
+
+// axpy: y[:len(x)] += a·x.
+func (o vecOps) axpy(a float32, x, y []float32) {
+	if o.k != nil {
+		o.k.Axpy(y[:len(x)], a, x)
+		return
+	}
+	axpy(a, x, y)
 }

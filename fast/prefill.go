@@ -153,7 +153,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 	y := make([]float32, t*vd)
 	ssm := s.ssm[li]
 	m.run.Run(d.hv, func(lo, hi int) {
-		gdnChunked(d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
+		gdnChunked(m.ops, d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
 				at := i*vd + h*d.dv
@@ -204,7 +204,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 			acc := ao[i*qw+h*hd : i*qw+(h+1)*hd]
 			mx, sum := math.Inf(-1), 0.0
 			for p := 0; p <= s.pos+i; p++ {
-				sc := float64(dot(q, kc[p*kw+kvh*hd:p*kw+(kvh+1)*hd])) * scale
+				sc := float64(m.ops.dot(q, kc[p*kw+kvh*hd:p*kw+(kvh+1)*hd])) * scale
 				if sc > mx {
 					f := float32(math.Exp(mx - sc))
 					sum *= float64(f)
@@ -215,7 +215,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 				}
 				e := math.Exp(sc - mx)
 				sum += e
-				axpy(float32(e), vc[p*kw+kvh*hd:p*kw+(kvh+1)*hd], acc)
+				m.ops.axpy(float32(e), vc[p*kw+kvh*hd:p*kw+(kvh+1)*hd], acc)
 			}
 			for j := range acc {
 				acc[j] = float32(float64(acc[j])/sum) * sigmoid(gate[i*qw+h*hd+j])
@@ -284,7 +284,7 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 		s.muls(mulJob{l.down[x], ge, n, de, hs})
 		for j, slot := range slots {
 			tok := slot / k
-			axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])
+			s.m.ops.axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])
 		}
 	}
 }
