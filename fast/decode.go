@@ -13,6 +13,7 @@ import (
 type decodeBufs struct {
 	h, a, r         []float32 // [H] residual, normed input, mixer/MoE output
 	qkv, u, z, o, y []float32 // GDN: [C] pre-conv, [C] post-conv, [Hv*Dv] gate, core out, normed out
+	acc             []float32 // GDN: [Hv*Dv] the step's output accumulator
 	bb, aa, g, beta []float32 // GDN: [Hv]
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query, gate, output
@@ -38,7 +39,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 	f := func(n int) []float32 { return make([]float32, n) }
 	b := &decodeBufs{
 		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
-		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
+		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
 		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
@@ -198,7 +199,7 @@ func (s *Session) newDecodeTasks() decodeTasks {
 		},
 		heads: func(lo, hi int) {
 			d, b, l := &s.m.gdn, s.dec, &s.m.layers[s.cur]
-			gdnStep(d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, lo, hi)
+			gdnStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
 			for h := lo; h < hi; h++ {
 				gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
 			}

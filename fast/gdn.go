@@ -80,8 +80,8 @@ func l2normScale(x []float32, eps, s float32) {
 // gdnStep is one token of the gated delta rule for value heads [lo, hi), fused: q/k L2 norm
 // (done once per key head by the caller), decay, delta update and output with the updated state.
 // qk: [2*Hk*Dk] normalised q (scaled by Dk^-1/2) then k; v: [Hv*Dv]; g, beta: [Hv];
-// state: [Hv, Dk, Dv] fp32; out: [Hv*Dv].
-func gdnStep(d *gdnDims, qk, v, g, beta, state, out []float32, lo, hi int) {
+// state: [Hv, Dk, Dv] fp32; out: [Hv*Dv]; scr: [Hv*Dv] scratch.
+func gdnStep(ops vecOps, d *gdnDims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
 	dk, dv := d.dk, d.dv
 	rep := d.hv / d.hk
 	kOff := d.hk * dk
@@ -98,27 +98,19 @@ func gdnStep(d *gdnDims, qk, v, g, beta, state, out []float32, lo, hi int) {
 			o[j] = 0
 		}
 		for i := 0; i < dk; i++ {
-			row := s[i*dv : i*dv+dv]
-			ki := k[i] * decay
-			for j, sv := range row {
-				o[j] += sv * ki
-			}
+			ops.axpy(k[i]*decay, s[i*dv:i*dv+dv], o)
 		}
 		bh := beta[h]
 		for j := range o {
 			o[j] = bh * (vh[j] - o[j]) // o now holds delta
 		}
 		// S = decay*S + k ⊗ delta; out = Sᵀq, accumulated in the same pass.
-		var acc [256]float32
-		a := acc[:dv]
+		a := scr[h*dv : h*dv+dv]
+		clear(a)
 		for i := 0; i < dk; i++ {
 			row := s[i*dv : i*dv+dv]
-			ki, qi := k[i], q[i]
-			for j := range row {
-				nv := row[j]*decay + ki*o[j]
-				row[j] = nv
-				a[j] += nv * qi
-			}
+			ops.scaleAxpy(row, decay, k[i], o)
+			ops.axpy(q[i], row, a)
 		}
 		copy(o, a)
 	}

@@ -48,8 +48,8 @@ func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 		o1 := make([]float32, T*d.hv*d.dv)
 		o2 := make([]float32, T*d.hv*d.dv)
 		for i := 0; i < T; i++ {
-			gdnStep(d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
-				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], 0, d.hv)
+			gdnStep(vecOps{}, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
+				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*d.dv), 0, d.hv)
 		}
 		scr := make([]*gdnScratch, d.hv)
 		for h := range scr {

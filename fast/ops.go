@@ -110,6 +110,18 @@ func (o vecOps) dot(a, b []float32) float32 {
 	return dot(a, b)
 }
 
+// scaleAxpy: y[:len(x)] = b·y + a·x.
+func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
+	if o.k != nil {
+		o.k.ScaleAxpy(y[:len(x)], b, a, x)
+		return
+	}
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = y[i]*b + a*v
+	}
+}
+
 // axpy: y[:len(x)] += a·x.
 func (o vecOps) axpy(a float32, x, y []float32) {
 	if o.k != nil {

@@ -14,6 +14,7 @@ type impl struct {
 	qmv4, qmv8, qmvQ16 rowsFunc
 	dot                func(a, b []float32) float32
 	axpy               func(y []float32, a float32, x []float32)
+	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
 	readSum            func(x []uint64) uint64
@@ -22,7 +23,7 @@ type impl struct {
 func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
-		dot: dotPortable, axpy: axpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
+		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
 	}
 }
 

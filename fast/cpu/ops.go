@@ -11,6 +11,12 @@ func (k *Kernels) Dot(a, b []float32) float32 { return k.f.dot(a, b[:len(a)]) }
 // Axpy computes y += a·x; len(x) must be at least len(y).
 func (k *Kernels) Axpy(y []float32, a float32, x []float32) { k.f.axpy(y, a, x[:len(y)]) }
 
+// ScaleAxpy computes y = b·y + a·x (the delta rule's decay-and-update of one state row); len(x)
+// must be at least len(y).
+func (k *Kernels) ScaleAxpy(y []float32, b, a float32, x []float32) {
+	k.f.scaleAxpy(y, b, a, x[:len(y)])
+}
+
 // RMSNorm computes out: [n] = x: [n] · rsqrt(mean(x²) + eps) · w: [n] (the multiplier as stored,
 // 1+w already applied; model.md §4.2). out may alias x.
 func (k *Kernels) RMSNorm(out, x, w []float32, eps float32) {
@@ -89,6 +95,12 @@ func dotPortable(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+func scaleAxpyPortable(y []float32, b, a float32, x []float32) {
+	for i := range y {
+		y[i] = y[i]*b + a*x[i]
+	}
 }
 
 func axpyPortable(y []float32, a float32, x []float32) {

@@ -53,6 +53,28 @@ func axpySIMD(y []float32, a float32, x []float32) {
 	}
 }
 
+// scaleAxpySIMD is scaleAxpyPortable: y = b·y + a·x, len(x) >= len(y).
+func scaleAxpySIMD(y []float32, b, a float32, x []float32) {
+	n := len(y)
+	if n < 8 {
+		scaleAxpyPortable(y, b, a, x)
+		return
+	}
+	py, px := unsafe.Pointer(&y[0]), unsafe.Pointer(&x[:n][0])
+	var at [8]float32 // a and b broadcast from memory (see simd_amd64.go)
+	at[0], at[4] = a, b
+	va, vb := bcast(unsafe.Pointer(&at[0])), bcast(unsafe.Pointer(&at[4]))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		yp := (*[8]float32)(unsafe.Add(py, 4*i))
+		va.MulAdd(f32x8(unsafe.Add(px, 4*i)), archsimd.LoadFloat32x8(yp).Mul(vb)).Store(yp)
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		y[i] = y[i]*b + a*x[i]
+	}
+}
+
 // bf16RowsSIMD is bf16RowsPortable: rows [lo, hi) of y = W·x, W: [Out, In] bf16, in blocks of 8 rows
 // (lo a multiple of 8), 16 inputs a step, each bf16 vector widened by a zero-extend and a shift.
 // Inputs that are not a multiple of 16 go to the portable rows.

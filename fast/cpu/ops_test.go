@@ -46,6 +46,14 @@ func TestHelpersMatchOracles(t *testing.T) {
 					}
 				}
 
+				y = append(y[:0], b...)
+				k.ScaleAxpy(y, 0.9, -0.6, a)
+				for i := range n {
+					if want := 0.9*float64(b[i]) - 0.6*float64(a[i]); !near(float64(y[i]), want, math.Abs(float64(b[i]))+math.Abs(float64(a[i]))) {
+						t.Fatalf("ScaleAxpy[%d]: %g, oracle %g", i, y[i], want)
+					}
+				}
+
 				out := make([]float32, n)
 				k.RMSNorm(out, a, b, 1e-6)
 				inv := 1 / math.Sqrt(ss/float64(n)+1e-6)

@@ -25,14 +25,15 @@ func simdImpl() impl {
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 	}
 	return impl{
-		qmv4:    q4,
-		qmv8:    qmv8RowsSIMD,
-		qmvQ16:  q16,
-		dot:     dotSIMD,
-		axpy:    axpySIMD,
-		bf16mv:  bf16RowsSIMD,
-		qmm:     qmmRowsSIMD,
-		readSum: readSumSIMD,
+		qmv4:      q4,
+		qmv8:      qmv8RowsSIMD,
+		qmvQ16:    q16,
+		dot:       dotSIMD,
+		axpy:      axpySIMD,
+		scaleAxpy: scaleAxpySIMD,
+		bf16mv:    bf16RowsSIMD,
+		qmm:       qmmRowsSIMD,
+		readSum:   readSumSIMD,
 	}
 }
 

@@ -58,6 +58,7 @@ func TestKernelsLeaveUpperStateClean(t *testing.T) {
 		{"BF16MatVec", func() { k.BF16MatVec(y, w16, 40, in, x) }},
 		{"Dot", func() { _ = k.Dot(x, x) }},
 		{"Axpy", func() { k.Axpy(xs[:in], 0.5, x) }},
+		{"ScaleAxpy", func() { k.ScaleAxpy(xs[:in], 0.9, 0.5, x) }},
 		{"RMSNorm", func() { k.RMSNorm(xs[:in], x, x, 1e-6) }},
 		{"SiLUMul", func() { k.SiLUMul(xs[:in], x, x) }},
 		{"Softmax", func() { k.Softmax(xs[:in]) }},
