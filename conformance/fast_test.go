@@ -217,20 +217,7 @@ func TestFastFixtures(t *testing.T) {
 				checkPromptLogprobs(t, fb, p, fastGoldenLogprobTol)
 				checkGreedy(t, fb, p.IDs, p.Greedy, fastGoldenLogprobTol)
 			}
-			toks := ids32(g.Prompts[len(g.Prompts)-1].IDs)
-			sa, err := fidelity.Score(context.Background(), rb, toks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb, err := scoreByDecode(fb, toks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := fidelity.Diff(sa, sb)
-			t.Logf("decode plan: top-1 %.4f, Δppl %+.4f%%, max |Δlogp| %.2e", r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
-			if r.Top1Agreement < 0.99 || math.Abs(r.DeltaPPLRel) > 0.005 {
-				t.Errorf("decode plan against ref: %+v", r)
-			}
+			checkDecodePlan(t, "decode plan", rb, fb, ids32(g.Prompts[len(g.Prompts)-1].IDs), 0.99, 0.005)
 		})
 	}
 }
@@ -253,20 +240,26 @@ func TestFastInt16Activations(t *testing.T) {
 		t.Run(g.Model+"/"+g.Layout, func(t *testing.T) {
 			ck := openFixture(t, g)
 			rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096, Int16Activations: true})
-			toks := ids32(g.Prompts[len(g.Prompts)-1].IDs)
-			sa, err := fidelity.Score(context.Background(), rb, toks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb, err := scoreByDecode(fb, toks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := fidelity.Diff(sa, sb)
-			t.Logf("int16 decode plan: top-1 %.4f, Δppl %+.4f%%, max |Δlogp| %.2e", r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
-			if r.Top1Agreement < int16Top1Min || math.Abs(r.DeltaPPLRel) > int16DeltaPPL {
-				t.Errorf("int16 decode plan against ref: %+v", r)
-			}
+			checkDecodePlan(t, "int16 decode plan", rb, fb, ids32(g.Prompts[len(g.Prompts)-1].IDs), int16Top1Min, int16DeltaPPL)
 		})
+	}
+}
+
+// checkDecodePlan scores toks teacher-forced on ref (prefill) and on fb through the decode plan,
+// logs the agreement and fails unless top-1 ≥ top1Min and |Δppl| ≤ dPPL.
+func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []int32, top1Min, dPPL float64) {
+	t.Helper()
+	sa, err := fidelity.Score(context.Background(), rb, toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := scoreByDecode(fb, toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fidelity.Diff(sa, sb)
+	t.Logf("%s: top-1 %.4f, Δppl %+.4f%%, max |Δlogp| %.2e", what, r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
+	if r.Top1Agreement < top1Min || math.Abs(r.DeltaPPLRel) > dPPL {
+		t.Errorf("%s against ref: %+v", what, r)
 	}
 }
