@@ -79,19 +79,21 @@ func maxRelDiff(a, b []float32) float64 {
 }
 
 // TestFastMatchesRef runs prefill (crossing the 64-token chunk) then several decode steps on both
-// backends and compares every logit, for both checkpoint layouts.
+// backends and compares every logit, for both checkpoint layouts. The 1100-token prompt puts decode
+// attention across three 512-key splits, so the split-and-merge softmax is checked too.
 func TestFastMatchesRef(t *testing.T) {
 	for _, c := range []struct {
 		layout string
 		group  int
-	}{{"mlx", 64}, {"hf", 64}, {"mlx", 32}} {
-		t.Run(fmt.Sprintf("%s-g%d", c.layout, c.group), func(t *testing.T) {
+		prompt int
+	}{{"mlx", 64, 70}, {"hf", 64, 70}, {"mlx", 32, 70}, {"mlx", 64, 1100}} {
+		t.Run(fmt.Sprintf("%s-g%d-T%d", c.layout, c.group, c.prompt), func(t *testing.T) {
 			ck := openTiny(t, c.layout, c.group)
 			rb, fb := backends(t, ck)
 			ctx := context.Background()
 			rs, _ := rb.NewSession()
 			fs, _ := fb.NewSession()
-			prompt := randomTokens(70, rb.VocabSize(), 3)
+			prompt := randomTokens(c.prompt, rb.VocabSize(), 3)
 			rl, err := rs.Prefill(ctx, prompt, nil)
 			if err != nil {
 				t.Fatal(err)

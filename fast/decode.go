@@ -18,6 +18,7 @@ type decodeBufs struct {
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query, gate, output
 	part            []float32 // attention split partials: [Hq, splits, D+2]
+	amx, asum       []float64 // attention: per (head, split) running max and sum
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]
 	wts             []float32 // [k]
@@ -257,6 +258,7 @@ type attnArgs struct {
 	hq, hkv, hd int
 	scale       float64
 	part        []float32 // [Hq, splits, D+2]
+	mx, sum     []float64 // [Hq, splits] running max and sum of each head over each split
 }
 
 // attend computes causal attention of one query position over keys [0, n), split along the
@@ -270,8 +272,12 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 		b.part = make([]float32, need)
 	}
 	p := b.part[:hq*splits*stride]
-	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, scale: 1 / math.Sqrt(float64(hd)), part: p}
-	s.m.run.Run(hq*splits, s.tasks.attend)
+	if len(b.amx) < hq*splits {
+		b.amx, b.asum = make([]float64, hq*splits), make([]float64, hq*splits)
+	}
+	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, scale: 1 / math.Sqrt(float64(hd)), part: p,
+		mx: b.amx, sum: b.asum}
+	s.m.run.Run(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
@@ -294,36 +300,44 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 	}
 }
 
-// attendUnits computes the partial softmax of units [lo, hi): unit u is head u/splits over keys of
-// split u%splits, written to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
+// attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
+// the keys of split u%splits, for every query head that shares it (GQA), so each key and value row
+// is read once for all of them. Head h's result goes to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(lo, hi int) {
 	a := &s.att
+	ops := s.m.ops
 	hd, stride, w := a.hd, a.hd+2, a.hkv*a.hd
 	rep := a.hq / a.hkv
 	for u := lo; u < hi; u++ {
-		h, sp := u/a.splits, u%a.splits
-		kvh := h / rep
-		qh := a.q[h*hd : (h+1)*hd]
-		acc := a.part[u*stride : u*stride+hd]
-		for i := range acc {
-			acc[i] = 0
+		kvh, sp := u/a.splits, u%a.splits
+		h0 := kvh * rep
+		for h := h0; h < h0+rep; h++ {
+			clear(a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd])
+			a.mx[h*a.splits+sp], a.sum[h*a.splits+sp] = math.Inf(-1), 0
 		}
-		mx, sum := math.Inf(-1), 0.0
 		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
-			sc := float64(s.m.ops.dot(qh, a.k[t*w+kvh*hd:t*w+kvh*hd+hd])) * a.scale
-			if sc > mx {
-				f := math.Exp(mx - sc)
-				sum *= f
-				for i := range acc {
-					acc[i] *= float32(f)
+			kr := a.k[t*w+kvh*hd : t*w+kvh*hd+hd]
+			vr := a.v[t*w+kvh*hd : t*w+kvh*hd+hd]
+			for h := h0; h < h0+rep; h++ {
+				acc := a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd]
+				sc := float64(ops.dot(a.q[h*hd:(h+1)*hd], kr)) * a.scale
+				if sc > a.mx[h*a.splits+sp] {
+					f := float32(math.Exp(a.mx[h*a.splits+sp] - sc))
+					a.sum[h*a.splits+sp] *= float64(f)
+					for i := range acc {
+						acc[i] *= f
+					}
+					a.mx[h*a.splits+sp] = sc
 				}
-				mx = sc
+				e := math.Exp(sc - a.mx[h*a.splits+sp])
+				a.sum[h*a.splits+sp] += e
+				ops.axpy(float32(e), vr, acc)
 			}
-			e := math.Exp(sc - mx)
-			sum += e
-			s.m.ops.axpy(float32(e), a.v[t*w+kvh*hd:t*w+kvh*hd+hd], acc)
 		}
-		a.part[u*stride+hd], a.part[u*stride+hd+1] = float32(mx), float32(sum)
+		for h := h0; h < h0+rep; h++ {
+			base := (h*a.splits + sp) * stride
+			a.part[base+hd], a.part[base+hd+1] = float32(a.mx[h*a.splits+sp]), float32(a.sum[h*a.splits+sp])
+		}
 	}
 }
 
