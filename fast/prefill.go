@@ -165,7 +165,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 }
 
 // attnPrefill: r = gated causal attention of a for t tokens at positions s.pos.., appending them
-// to the KV cache; one work unit is one (query head, token) pair.
+// to the KV cache.
 func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32) {
 	m, c := s.m, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
@@ -196,29 +196,44 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	kc, vc := s.kc[li], s.vc[li]
 	scale := 1 / math.Sqrt(float64(hd))
 	rep := hq / hkv
-	m.run.Run(hq*t, func(lo, hi int) {
+	// One work unit is one (token, KV head): every query head that shares the KV head reads each key
+	// and value row once (GQA); mx and sum are those heads' running max and sum.
+	m.run.Run(hkv*t, func(lo, hi int) {
+		mx := make([]float64, rep)
+		sum := make([]float64, rep)
 		for u := lo; u < hi; u++ {
-			i, h := u/hq, u%hq
-			kvh := h / rep
-			q := qh[i*qw+h*hd : i*qw+(h+1)*hd]
-			acc := ao[i*qw+h*hd : i*qw+(h+1)*hd]
-			mx, sum := math.Inf(-1), 0.0
-			for p := 0; p <= s.pos+i; p++ {
-				sc := float64(m.ops.dot(q, kc[p*kw+kvh*hd:p*kw+(kvh+1)*hd])) * scale
-				if sc > mx {
-					f := float32(math.Exp(mx - sc))
-					sum *= float64(f)
-					for j := range acc {
-						acc[j] *= f
-					}
-					mx = sc
-				}
-				e := math.Exp(sc - mx)
-				sum += e
-				m.ops.axpy(float32(e), vc[p*kw+kvh*hd:p*kw+(kvh+1)*hd], acc)
+			i, kvh := u/hkv, u%hkv
+			h0 := kvh * rep
+			for j := range rep {
+				mx[j], sum[j] = math.Inf(-1), 0
 			}
-			for j := range acc {
-				acc[j] = float32(float64(acc[j])/sum) * sigmoid(gate[i*qw+h*hd+j])
+			base := i*qw + h0*hd
+			clear(ao[base : base+rep*hd])
+			for p := 0; p <= s.pos+i; p++ {
+				kr := kc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
+				vr := vc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
+				for j := range rep {
+					acc := ao[base+j*hd : base+(j+1)*hd]
+					sc := float64(m.ops.dot(qh[base+j*hd:base+(j+1)*hd], kr)) * scale
+					if sc > mx[j] {
+						f := float32(math.Exp(mx[j] - sc))
+						sum[j] *= float64(f)
+						for x := range acc {
+							acc[x] *= f
+						}
+						mx[j] = sc
+					}
+					e := math.Exp(sc - mx[j])
+					sum[j] += e
+					m.ops.axpy(float32(e), vr, acc)
+				}
+			}
+			for j := range rep {
+				acc := ao[base+j*hd : base+(j+1)*hd]
+				g := gate[base+j*hd : base+(j+1)*hd]
+				for x := range acc {
+					acc[x] = float32(float64(acc[x])/sum[j]) * sigmoid(g[x])
+				}
 			}
 		}
 	})
