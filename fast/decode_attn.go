@@ -1,0 +1,123 @@
+package fast
+
+import "math"
+
+// attnDecode: b.r = gated attention of b.a at position s.pos, appending to the KV cache.
+func (s *Session) attnDecode(li int, l *layer) {
+	m, b, c := s.m, s.dec, s.m.cfg
+	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+	s.vecs(append(b.jobs[:0], vecJob{l.q, b.a, b.q2}, vecJob{l.k, b.a, b.kk}, vecJob{l.v, b.a, b.vv}))
+	for h := 0; h < hq; h++ {
+		q := b.qh[h*hd : (h+1)*hd]
+		rmsNorm(b.q2[h*2*hd:h*2*hd+hd], l.qn, q, m.eps())
+		copy(b.gate[h*hd:(h+1)*hd], b.q2[h*2*hd+hd:(h+1)*2*hd])
+		rope(q, s.pos, m.inv)
+	}
+	w := hkv * hd
+	kc := s.kc[li][s.pos*w : (s.pos+1)*w]
+	copy(s.vc[li][s.pos*w:(s.pos+1)*w], b.vv)
+	for h := 0; h < hkv; h++ {
+		rmsNorm(b.kk[h*hd:(h+1)*hd], l.kn, kc[h*hd:(h+1)*hd], m.eps())
+		rope(kc[h*hd:(h+1)*hd], s.pos, m.inv)
+	}
+	n := s.pos + 1
+	s.attend(b.qh, s.kc[li][:n*w], s.vc[li][:n*w], n, hq, hkv, hd, b.ao)
+	for i, g := range b.gate {
+		b.ao[i] *= sigmoid(g)
+	}
+	s.vecs(append(b.jobs[:0], vecJob{l.o, b.ao, b.r}))
+}
+
+// attnSplit is the key count each split of a decode attention covers: long contexts are split
+// along the sequence so both workers stay busy and partial softmaxes are merged after.
+const attnSplit = 512
+
+// attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
+type attnArgs struct {
+	q, k, v     []float32 // q: [Hq*D]; k, v: [n, Hkv*D]
+	n, splits   int
+	hq, hkv, hd int
+	scale       float64
+	part        []float32 // [Hq, splits, D+2]
+	mx, sum     []float64 // [Hq, splits] running max and sum of each head over each split
+}
+
+// attend computes causal attention of one query position over keys [0, n), split along the
+// sequence in attnSplit-key pieces (units of (head, split) across the pool), then merges the
+// partial softmaxes. q: [Hq*D]; k, v: [n, Hkv*D]; out: [Hq*D].
+func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
+	b := s.dec
+	splits := (n + attnSplit - 1) / attnSplit
+	stride := hd + 2
+	if need := hq * splits * stride; cap(b.part) < need {
+		b.part = make([]float32, need)
+	}
+	p := b.part[:hq*splits*stride]
+	if len(b.amx) < hq*splits {
+		b.amx, b.asum = make([]float64, hq*splits), make([]float64, hq*splits)
+	}
+	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, scale: 1 / math.Sqrt(float64(hd)), part: p,
+		mx: b.amx, sum: b.asum}
+	s.m.run.Run(hkv*splits, s.tasks.attend)
+	for h := 0; h < hq; h++ {
+		o := out[h*hd : (h+1)*hd]
+		mx := math.Inf(-1)
+		for sp := 0; sp < splits; sp++ {
+			mx = math.Max(mx, float64(p[(h*splits+sp)*stride+hd]))
+		}
+		for i := range o {
+			o[i] = 0
+		}
+		var sum float64
+		for sp := 0; sp < splits; sp++ {
+			base := (h*splits + sp) * stride
+			f := math.Exp(float64(p[base+hd]) - mx)
+			sum += float64(p[base+hd+1]) * f
+			s.m.ops.axpy(float32(f), p[base:base+hd], o)
+		}
+		for i := range o {
+			o[i] = float32(float64(o[i]) / sum)
+		}
+	}
+}
+
+// attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
+// the keys of split u%splits, for every query head that shares it (GQA), so each key and value row
+// is read once for all of them. Head h's result goes to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
+func (s *Session) attendUnits(lo, hi int) {
+	a := &s.att
+	ops := s.m.ops
+	hd, stride, w := a.hd, a.hd+2, a.hkv*a.hd
+	rep := a.hq / a.hkv
+	for u := lo; u < hi; u++ {
+		kvh, sp := u/a.splits, u%a.splits
+		h0 := kvh * rep
+		for h := h0; h < h0+rep; h++ {
+			clear(a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd])
+			a.mx[h*a.splits+sp], a.sum[h*a.splits+sp] = math.Inf(-1), 0
+		}
+		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
+			kr := a.k[t*w+kvh*hd : t*w+kvh*hd+hd]
+			vr := a.v[t*w+kvh*hd : t*w+kvh*hd+hd]
+			for h := h0; h < h0+rep; h++ {
+				acc := a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd]
+				sc := float64(ops.dot(a.q[h*hd:(h+1)*hd], kr)) * a.scale
+				if sc > a.mx[h*a.splits+sp] {
+					f := float32(math.Exp(a.mx[h*a.splits+sp] - sc))
+					a.sum[h*a.splits+sp] *= float64(f)
+					for i := range acc {
+						acc[i] *= f
+					}
+					a.mx[h*a.splits+sp] = sc
+				}
+				e := math.Exp(sc - a.mx[h*a.splits+sp])
+				a.sum[h*a.splits+sp] += e
+				ops.axpy(float32(e), vr, acc)
+			}
+		}
+		for h := h0; h < h0+rep; h++ {
+			base := (h*a.splits + sp) * stride
+			a.part[base+hd], a.part[base+hd+1] = float32(a.mx[h*a.splits+sp]), float32(a.sum[h*a.splits+sp])
+		}
+	}
+}
