@@ -93,31 +93,21 @@ func (s *Session) attendUnits(lo, hi int) {
 		kvh, sp := u/a.splits, u%a.splits
 		h0 := kvh * rep
 		for h := h0; h < h0+rep; h++ {
-			clear(a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd])
-			a.mx[h*a.splits+sp], a.sum[h*a.splits+sp] = math.Inf(-1), 0
+			i := h*a.splits + sp
+			clear(a.part[i*stride : i*stride+hd])
+			a.mx[i], a.sum[i] = math.Inf(-1), 0
 		}
 		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
 			kr := a.k[t*w+kvh*hd : t*w+kvh*hd+hd]
 			vr := a.v[t*w+kvh*hd : t*w+kvh*hd+hd]
 			for h := h0; h < h0+rep; h++ {
-				acc := a.part[(h*a.splits+sp)*stride : (h*a.splits+sp)*stride+hd]
-				sc := float64(ops.dot(a.q[h*hd:(h+1)*hd], kr)) * a.scale
-				if sc > a.mx[h*a.splits+sp] {
-					f := float32(math.Exp(a.mx[h*a.splits+sp] - sc))
-					a.sum[h*a.splits+sp] *= float64(f)
-					for i := range acc {
-						acc[i] *= f
-					}
-					a.mx[h*a.splits+sp] = sc
-				}
-				e := math.Exp(sc - a.mx[h*a.splits+sp])
-				a.sum[h*a.splits+sp] += e
-				ops.axpy(float32(e), vr, acc)
+				i := h*a.splits + sp
+				ops.attendKey(a.q[h*hd:(h+1)*hd], kr, vr, a.part[i*stride:i*stride+hd], a.scale, &a.mx[i], &a.sum[i])
 			}
 		}
 		for h := h0; h < h0+rep; h++ {
-			base := (h*a.splits + sp) * stride
-			a.part[base+hd], a.part[base+hd+1] = float32(a.mx[h*a.splits+sp]), float32(a.sum[h*a.splits+sp])
+			i := h*a.splits + sp
+			a.part[i*stride+hd], a.part[i*stride+hd+1] = float32(a.mx[i]), float32(a.sum[i])
 		}
 	}
 }

@@ -122,6 +122,24 @@ func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
 	}
 }
 
+// attendKey folds one key into a running softmax-weighted sum: score = (q·k)·scale; when it is a
+// new maximum, acc and sum are rescaled to it; then acc += e^{score−mx}·v and sum += e^{score−mx}.
+// q, k, v, acc: [D].
+func (o vecOps) attendKey(q, k, v, acc []float32, scale float64, mx, sum *float64) {
+	sc := float64(o.dot(q, k)) * scale
+	if sc > *mx {
+		f := float32(math.Exp(*mx - sc))
+		*sum *= float64(f)
+		for i := range acc {
+			acc[i] *= f
+		}
+		*mx = sc
+	}
+	e := math.Exp(sc - *mx)
+	*sum += e
+	o.axpy(float32(e), v, acc)
+}
+
 // axpy: y[:len(x)] += a·x.
 func (o vecOps) axpy(a float32, x, y []float32) {
 	if o.k != nil {

@@ -213,19 +213,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 				kr := kc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
 				vr := vc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
 				for j := range rep {
-					acc := ao[base+j*hd : base+(j+1)*hd]
-					sc := float64(m.ops.dot(qh[base+j*hd:base+(j+1)*hd], kr)) * scale
-					if sc > mx[j] {
-						f := float32(math.Exp(mx[j] - sc))
-						sum[j] *= float64(f)
-						for x := range acc {
-							acc[x] *= f
-						}
-						mx[j] = sc
-					}
-					e := math.Exp(sc - mx[j])
-					sum[j] += e
-					m.ops.axpy(float32(e), vr, acc)
+					m.ops.attendKey(qh[base+j*hd:base+(j+1)*hd], kr, vr, ao[base+j*hd:base+(j+1)*hd], scale, &mx[j], &sum[j])
 				}
 			}
 			for j := range rep {
