@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"strings"
 	"syscall"
 )
 
@@ -18,17 +17,13 @@ import (
 // runtime starts, hence the exec. lily's loops all make calls, so cooperative preemption serves.
 // If the exec fails, lily runs on with preemption as it is.
 func withoutAsyncPreemption() {
-	godebug := os.Getenv("GODEBUG")
-	if strings.Contains(godebug, "asyncpreemptoff=") {
+	env, ok := asyncPreemptOffEnv(os.Environ())
+	if !ok {
 		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
-	if godebug != "" {
-		godebug += ","
-	}
-	env := append(os.Environ(), "GODEBUG="+godebug+"asyncpreemptoff=1")
 	_ = syscall.Exec(exe, os.Args, env) // returns only on failure
 }
