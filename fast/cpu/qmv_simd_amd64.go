@@ -60,6 +60,9 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 				bias = prepRowSIMD(&sf[j], m, v, o0+j, kind)
 			}
 			w := unsafe.Pointer(unsafe.SliceData(m.W[(o0+j)*rb : (o0+j+1)*rb]))
+			if (o0+j+1)*rb+prefetchAhead <= len(m.W) {
+				prefetch(unsafe.Add(w, prefetchAhead), (rb+63)/64)
+			}
 			switch kind {
 			case kindQ4:
 				r[j] = qmv4Row(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.p4)))
