@@ -63,6 +63,7 @@ func variants(p *Pool) map[string]*Kernels {
 	v := map[string]*Kernels{"portable": NewPortable(p)}
 	if k := New(p); k.SIMD() {
 		v["simd"] = k
+		v["simd256"] = newKernels(p, simdImpl(true), true) // the same as "simd" without AVX-512
 	}
 	return v
 }

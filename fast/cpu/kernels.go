@@ -47,7 +47,7 @@ type Kernels struct {
 // GOEXPERIMENT=simd for amd64 and the CPU has AVX2 and FMA, else the portable ones.
 func New(p *Pool) *Kernels {
 	if haveSIMD() {
-		return newKernels(p, simdImpl(), true)
+		return newKernels(p, simdImpl(false), true)
 	}
 	return NewPortable(p)
 }

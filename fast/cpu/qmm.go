@@ -106,6 +106,16 @@ func permute4(dst, src []float32) {
 	}
 }
 
+// permute16 is permute4 for a pair of groups read as one 64-byte vector of 16 words: nibble k of
+// the 16 words (elements 8j+k of the pair) is one vector, so dst[16k+j] = src[8j+k].
+func permute16(dst, src []float32) {
+	for k := range 8 {
+		for j := range 16 {
+			dst[k*16+j] = src[8*j+k]
+		}
+	}
+}
+
 // permute8 is permute4 for 8-bit words: each 32-byte half h holds 8 words of 4 elements, and
 // byte k of the 8 words is one vector, so dst[32h+8k+j] = src[32h+4j+k].
 func permute8(dst, src []float32) {

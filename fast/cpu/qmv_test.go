@@ -102,12 +102,14 @@ func TestSIMDMatchesPortable(t *testing.T) {
 		v.PrepareQ16(x)
 		_, mass := oracleQMatVec(m, x)
 		check := func(what string, f func(k *Kernels, y []float32)) {
-			a, b := make([]float32, out), make([]float32, out)
-			f(ks["simd"], a)
-			f(ks["portable"], b)
-			for o := range out {
-				if d := math.Abs(float64(a[o] - b[o])); d > 2*qmvTol*mass[o] {
-					t.Fatalf("%s bits %d [%d,%d] row %d: simd %g portable %g", what, bits, out, in, o, a[o], b[o])
+			for _, name := range []string{"simd", "simd256"} {
+				a, b := make([]float32, out), make([]float32, out)
+				f(ks[name], a)
+				f(ks["portable"], b)
+				for o := range out {
+					if d := math.Abs(float64(a[o] - b[o])); d > 2*qmvTol*mass[o] {
+						t.Fatalf("%s %s bits %d [%d,%d] row %d: %g, portable %g", name, what, bits, out, in, o, a[o], b[o])
+					}
 				}
 			}
 		}

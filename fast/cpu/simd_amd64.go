@@ -18,10 +18,11 @@ import (
 // haveSIMD reports whether the archsimd kernels can run: they use AVX2 integer ops and FMA.
 func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
-// simdImpl returns the archsimd kernels.
-func simdImpl() impl {
+// simdImpl returns the archsimd kernels: the 512-bit mat-vecs where the CPU has AVX-512, unless
+// only256 (tests use it to run the 256-bit ones on AVX-512 machines too).
+func simdImpl(only256 bool) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
-	if archsimd.X86.AVX512() {
+	if archsimd.X86.AVX512() && !only256 {
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 	}
 	return impl{

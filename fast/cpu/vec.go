@@ -9,8 +9,8 @@ import "math"
 //   - x: the values as given;
 //   - sum: [In/64] Σ x over each group, for the bias term of the fused dequantization;
 //   - p4, p8: x permuted into the order in which the SIMD kernels unpack 4-bit and 8-bit words;
-//   - pe: x per group as its 32 even-indexed elements then its 32 odd-indexed ones (the order of the
-//     low and high nibbles of the group's 32 packed bytes, for the 512-bit 4-bit kernel);
+//   - p16: x per pair of groups in the order in which the 512-bit 4-bit kernel unpacks a pair's 64
+//     packed bytes (see permute16; an odd last group is in the p4 order);
 //   - q, d: x quantized to int16 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
 //     Q16 kernel, and corr: [In/64] qMid·(Σx − d·Σq), the rounding error of the int16 copy
 //     that a weight at the middle of the 4-bit range would see (see PrepareQ16).
@@ -21,7 +21,7 @@ type Vec struct {
 	x    []float32
 	sum  []float32
 	p4   []float32
-	pe   []float32
+	p16  []float32
 	p8   []float32
 	q    []int16
 	d    []float32
@@ -34,7 +34,7 @@ func NewVec(n int) *Vec {
 	g := n / GroupSize
 	return &Vec{
 		n: n, x: make([]float32, n), sum: make([]float32, g),
-		p4: make([]float32, n), p8: make([]float32, n), pe: make([]float32, n),
+		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
 	}
 }
@@ -57,11 +57,14 @@ func (v *Vec) Prepare(x []float32) {
 		}
 		v.sum[g] = s
 		permute4(v.p4[g*GroupSize:(g+1)*GroupSize], xs)
-		pe := v.pe[g*GroupSize : (g+1)*GroupSize]
-		for j := range 32 {
-			pe[j], pe[32+j] = xs[2*j], xs[2*j+1]
-		}
 		permute8(v.p8[g*GroupSize:(g+1)*GroupSize], xs)
+	}
+	pairs := len(v.sum) / 2
+	for p := range pairs {
+		permute16(v.p16[p*2*GroupSize:(p+1)*2*GroupSize], x[p*2*GroupSize:(p+1)*2*GroupSize])
+	}
+	if len(v.sum)%2 != 0 {
+		copy(v.p16[pairs*2*GroupSize:], v.p4[pairs*2*GroupSize:])
 	}
 }
 
