@@ -59,39 +59,53 @@ func openBackend(dir string, s backendSpec) (*loaded, error) {
 	return &loaded{dir: dir, ck: ck, backend: b, close: closeAll}, nil
 }
 
+// check rejects a spec that names no backend, a device its backend lacks, or
+// --int16-activations where it means nothing. It reads nothing, so a command can check its flags
+// before it opens a checkpoint.
+func (s backendSpec) check() error {
+	if s.int16 && (s.name != "fast" || (s.device != "" && s.device != "cpu")) {
+		return fmt.Errorf("--int16-activations applies to the fast backend on the cpu only")
+	}
+	switch s.name {
+	case "ref":
+		if s.device != "" && s.device != "cpu" {
+			return fmt.Errorf("backend ref runs on the cpu only (got --device %s)", s.device)
+		}
+	case "fast":
+		if s.device != "" && s.device != "cpu" && s.device != "metal" && s.device != "metal-emu" {
+			return fmt.Errorf("unknown --device %q (want cpu, metal or metal-emu)", s.device)
+		}
+	default:
+		return fmt.Errorf("unknown backend %q (want ref or fast)", s.name)
+	}
+	return nil
+}
+
 // buildBackend makes "ref" (the oracle) or "fast" over an open checkpoint. The fast backend runs on
 // device "cpu" (the fast/cpu kernels), "metal" (the GPU, darwin/arm64) or "metal-emu" (the Metal
 // engine on the CPU emulator: slow, for checking kernels anywhere); "" picks metal when a GPU is
 // there and cpu otherwise. A backend that holds a device implements io.Closer.
 func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, error) {
-	device, ctxSize := s.device, s.ctxSize
-	if s.int16 && (s.name != "fast" || (device != "" && device != "cpu")) {
-		return nil, fmt.Errorf("--int16-activations applies to the fast backend on the cpu only")
+	if err := s.check(); err != nil {
+		return nil, err
 	}
+	device, ctxSize := s.device, s.ctxSize
 	cpuOpts := fast.Options{MaxContext: ctxSize, Int16Activations: s.int16}
-	switch s.name {
-	case "ref":
-		if device != "" && device != "cpu" {
-			return nil, fmt.Errorf("backend ref runs on the cpu only (got --device %s)", device)
-		}
+	if s.name == "ref" {
 		m, err := ref.New(ck.Weights)
 		if err != nil {
 			return nil, err
 		}
 		return ref.NewBackend(m), nil
-	case "fast":
-		switch device {
-		case "":
-			if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
-				return b, nil
-			}
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
-		case "cpu":
-			return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
-		case "metal", "metal-emu":
-			return metal.OpenBackend(ck.Weights, device, ctxSize)
-		}
-		return nil, fmt.Errorf("unknown --device %q (want cpu, metal or metal-emu)", device)
 	}
-	return nil, fmt.Errorf("unknown backend %q (want ref or fast)", s.name)
+	switch device {
+	case "":
+		if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
+			return b, nil
+		}
+		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
+	case "cpu":
+		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
+	}
+	return metal.OpenBackend(ck.Weights, device, ctxSize) // "metal" or "metal-emu", as check allows
 }

@@ -18,3 +18,28 @@ func TestInt16ActivationsOnlyOnFastCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecCheck: check accepts every backend on the devices it runs on and names what is wrong
+// otherwise, without a checkpoint.
+func TestSpecCheck(t *testing.T) {
+	for _, s := range []backendSpec{
+		{name: "ref"}, {name: "ref", device: "cpu"}, {name: "fast"}, {name: "fast", device: "cpu", int16: true},
+		{name: "fast", device: "metal"}, {name: "fast", device: "metal-emu"},
+	} {
+		if err := s.check(); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+	for _, c := range []struct {
+		s   backendSpec
+		msg string
+	}{
+		{backendSpec{name: "ref", device: "metal"}, "backend ref runs on the cpu only"},
+		{backendSpec{name: "fast", device: "tpu"}, `unknown --device "tpu"`},
+		{backendSpec{name: "gpu"}, `unknown backend "gpu"`},
+	} {
+		if err := c.s.check(); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%+v: err %v, want %q", c.s, err, c.msg)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/lily-engine/lily/internal/bench"
+)
+
+// writeBenchJSON prints one backend's report as the object itself and several as
+// {"backends":[…],"ratios":[…]}, the ratios against the first backend.
+func writeBenchJSON(w io.Writer, reps []bench.Report) error {
+	var v any = reps[0]
+	if len(reps) > 1 {
+		v = struct {
+			Backends []bench.Report `json:"backends"`
+			Ratios   []bench.Ratio  `json:"ratios"`
+		}{reps, bench.Ratios(reps)}
+	}
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		return fmt.Errorf("json report: %w", err)
+	}
+	return nil
+}
+
+// printBench prints each backend's table in turn and, for several, how each later backend's
+// speed compares with the first's.
+func printBench(w io.Writer, reps []bench.Report, gpuPeak float64) {
+	for i, rep := range reps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		printReport(w, rep, gpuPeak)
+	}
+	if len(reps) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "\nspeed against %s (tok/s over %s's at the same prompt length)\n", reps[0].Backend, reps[0].Backend)
+	fmt.Fprintf(w, "%12s %10s %14s %14s\n", "backends", "prompt", "prefill", "decode")
+	for _, r := range bench.Ratios(reps) {
+		fmt.Fprintf(w, "%12s %10d %13.2f× %13.2f×\n", r.Backend+"/"+r.Baseline, r.PromptTokens, r.Prefill, r.Decode)
+	}
+}
+
+// printReport prints one backend's measurements and roofline fractions.
+func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
+	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
+		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
+	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s\n", rep.MemReadGBs, rep.PeakGFLOPs)
+	fmt.Fprintf(w, "%10s %14s %14s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "resident−weights")
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+		if r.ResidentBytes > 0 {
+			fmt.Fprintf(w, " %15.2f GB", float64(r.ResidentBytes-rep.WeightsBytes)/1e9)
+		} else {
+			fmt.Fprintf(w, " %18s", "unknown")
+		}
+		if rep.DeviceCopyGBs > 0 {
+			fmt.Fprintf(w, "   of model: prefill %.0f%% decode %.0f%%", 100*r.PrefillOfModelFrac, 100*r.DecodeOfModelFrac)
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.DeviceCopyGBs > 0 {
+		fmt.Fprintf(w, "device copy bandwidth %.1f GB/s; model fractions use it and %.0f TFLOP/s\n", rep.DeviceCopyGBs, gpuPeak)
+	}
+	if len(rep.Results) == 0 {
+		fmt.Fprintln(w, "no prompt length fits the backend's context (see --ctx-size)")
+		return
+	}
+	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline; prefill near 1K: %.1f%% of the compute peak\n",
+		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.PrefillComputeFrac)
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+
+	"github.com/lily-engine/lily/internal/bench"
+	"github.com/lily-engine/lily/metal"
+)
+
+// benchRun is what every backend measured by one lily bench shares.
+type benchRun struct {
+	dir      string        // the located checkpoint
+	opt      bench.Options // prompt lengths, decode tokens, seed, resident memory
+	mach     machine       // measured once, before any backend opens
+	gpuPeak  float64       // TFLOP/s the Metal performance model assumes
+	progress io.Writer
+}
+
+// measure opens the backend s names, calls ready, measures the backend and closes it again.
+func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() error) (rep bench.Report, err error) {
+	l, err := openBackend(r.dir, s)
+	if err != nil {
+		return rep, fmt.Errorf("backend %s: %w", s.name, err)
+	}
+	defer func() {
+		if cerr := l.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing backend %s: %w", s.name, cerr))
+		}
+	}()
+	if err := ready(); err != nil {
+		return rep, err
+	}
+	opt := r.opt
+	opt.Progress = func(n int) { fmt.Fprintf(r.progress, "lily bench: %s, %d-token prompt…\n", s.name, n) }
+	rs, err := bench.Run(ctx, l.backend, opt)
+	if err != nil {
+		return rep, fmt.Errorf("backend %s: %w", s.name, err)
+	}
+	st := l.ck.Stats()
+	// A prompt token costs 2 FLOPs per active matrix parameter, except lm_head, which prefill applies
+	// to the last position only.
+	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
+	rep = bench.Summarize(s.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), r.mach.memReadGBs, r.mach.peakGFLOPs)
+	rep.WeightsBytes = st.BytesTotal
+	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
+		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
+		if err != nil {
+			return rep, fmt.Errorf("backend %s: device copy bandwidth: %w", s.name, err)
+		}
+		cfg := l.ck.Config
+		err = rep.AgainstModel(bw/1e9, func(n int) (float64, float64, error) { return metal.Expected(cfg, bw, r.gpuPeak*1e12, n) })
+		if err != nil {
+			return rep, fmt.Errorf("backend %s: performance model: %w", s.name, err)
+		}
+	}
+	return rep, nil
+}
+
+// cpuProfile is --cpuprofile: started once, when the first backend is ready to measure, and
+// stopped after the last one's measurement, so with several backends it also holds the opening of
+// the later ones (mapping the checkpoint again).
+type cpuProfile struct {
+	path string // "" when no profile was asked for
+	f    *os.File
+}
+
+// start begins the profile the first time it is called; later calls do nothing.
+func (p *cpuProfile) start() error {
+	if p.path == "" || p.f != nil {
+		return nil
+	}
+	f, err := os.Create(p.path)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	p.f = f
+	return nil
+}
+
+// stop ends the profile and closes its file; it does nothing when none is running.
+func (p *cpuProfile) stop() error {
+	if p.f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := p.f.Close()
+	p.f = nil
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return nil
+}
