@@ -103,9 +103,31 @@ func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, err
 		if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
 			return b, nil
 		}
-		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
+		return newFastCPU(ck, cpuOpts)
 	case "cpu":
-		return fast.New(ck.Weights, cpu.New(cpu.NewPool(0)), cpuOpts)
+		return newFastCPU(ck, cpuOpts)
 	}
 	return metal.OpenBackend(ck.Weights, device, ctxSize) // "metal" or "metal-emu", as check allows
+}
+
+// fastCPU is the fast backend on the fast/cpu kernels; Close stops its worker pool (bench opens
+// backends one after another in one process).
+type fastCPU struct {
+	*fast.Model
+	pool *cpu.Pool
+}
+
+func (f fastCPU) Close() error {
+	f.pool.Close()
+	return nil
+}
+
+func newFastCPU(ck *checkpoint.Checkpoint, opt fast.Options) (engine.Backend, error) {
+	p := cpu.NewPool(0)
+	m, err := fast.New(ck.Weights, cpu.New(p), opt)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return fastCPU{m, p}, nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInt16ActivationsOnlyOnFastCPU: the flag means nothing to ref or to Metal, so asking for it
@@ -41,5 +43,28 @@ func TestSpecCheck(t *testing.T) {
 		if err := c.s.check(); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%+v: err %v, want %q", c.s, err, c.msg)
 		}
+	}
+}
+
+// TestFastCPUBackendCloseStopsWorkers: bench opens backends one after another in one process, so
+// closing the fast cpu backend must stop its worker pool, not leave its goroutines behind.
+func TestFastCPUBackendCloseStopsWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	l, err := openBackend(benchFixture, backendSpec{name: "fast", device: "cpu", ctxSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.NumGoroutine() <= before {
+		t.Skip("this machine runs the pool without background workers")
+	}
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after close, %d before open", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
