@@ -68,3 +68,10 @@ func TestFastCPUBackendCloseStopsWorkers(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestMachineBest(t *testing.T) {
+	a, b := machine{memReadGBs: 14, peakGFLOPs: 60}, machine{memReadGBs: 26, peakGFLOPs: 55}
+	if got := a.best(b); got != (machine{26, 60}) || b.best(a) != got {
+		t.Fatalf("best of %+v and %+v: %+v", a, b, got)
+	}
+}

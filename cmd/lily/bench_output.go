@@ -47,7 +47,7 @@ func printBench(w io.Writer, reps []bench.Report, gpuPeak float64) {
 func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
-	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s\n", rep.MemReadGBs, rep.PeakGFLOPs)
+	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s (the better of before and after the runs)\n", rep.MemReadGBs, rep.PeakGFLOPs)
 	fmt.Fprintf(w, "%10s %14s %14s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "resident−weights")
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)

@@ -16,7 +16,7 @@ import (
 type benchRun struct {
 	dir      string        // the located checkpoint
 	opt      bench.Options // prompt lengths, decode tokens, seed, resident memory
-	mach     machine       // measured once, before any backend opens
+	mach     machine       // measured before any backend opens (cmdBench measures again after)
 	gpuPeak  float64       // TFLOP/s the Metal performance model assumes
 	progress io.Writer
 }

@@ -13,8 +13,14 @@ type machine struct {
 }
 
 // measureMachine measures this machine in the same run as the benchmark, on a pool of all cores.
+// lily bench measures it before and after the backends run and keeps the better figures.
 func measureMachine() machine {
 	p := cpu.NewPool(0)
 	defer p.Close()
 	return machine{memReadGBs: cpu.MeasureReadBandwidth(p), peakGFLOPs: cpu.MeasurePeakFLOPs(cpu.New(p), 300*time.Millisecond)}
+}
+
+// best returns the higher of each figure of m and o.
+func (m machine) best(o machine) machine {
+	return machine{memReadGBs: max(m.memReadGBs, o.memReadGBs), peakGFLOPs: max(m.peakGFLOPs, o.peakGFLOPs)}
 }

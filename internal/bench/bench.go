@@ -156,13 +156,22 @@ func (r *Report) AgainstModel(copyGBs float64, predict func(n int) (decode, pref
 // Summarize computes the roofline fractions: decode at the shortest prompt length, and prefill at
 // 1,024 tokens or the nearest length measured.
 func Summarize(backend string, rs []Result, bytesPerToken int64, flopsPerToken, memReadGBs, peakGFLOPs float64) Report {
-	r := Report{Backend: backend, Results: rs, BytesPerToken: bytesPerToken, FlopsPerToken: flopsPerToken,
-		MemReadGBs: memReadGBs, PeakGFLOPs: peakGFLOPs}
-	if len(rs) == 0 {
-		return r
+	r := Report{Backend: backend, Results: rs, BytesPerToken: bytesPerToken, FlopsPerToken: flopsPerToken}
+	r.SetMachine(memReadGBs, peakGFLOPs)
+	return r
+}
+
+// SetMachine sets the machine figures the fractions are measured against and recomputes the
+// fractions: decode of the shortest prompt against the bandwidth roofline, prefill of the prompt
+// nearest 1K tokens against the compute peak (zero where a figure is missing).
+func (r *Report) SetMachine(memReadGBs, peakGFLOPs float64) {
+	r.MemReadGBs, r.PeakGFLOPs = memReadGBs, peakGFLOPs
+	r.DecodeRooflineFrac, r.PrefillComputeFrac = 0, 0
+	if len(r.Results) == 0 {
+		return
 	}
-	shortest, near1K := rs[0], rs[0]
-	for _, x := range rs {
+	shortest, near1K := r.Results[0], r.Results[0]
+	for _, x := range r.Results {
 		if x.PromptTokens < shortest.PromptTokens {
 			shortest = x
 		}
@@ -171,12 +180,11 @@ func Summarize(backend string, rs []Result, bytesPerToken int64, flopsPerToken, 
 		}
 	}
 	if memReadGBs > 0 {
-		r.DecodeRooflineFrac = shortest.DecodeTokS * float64(bytesPerToken) / (memReadGBs * 1e9)
+		r.DecodeRooflineFrac = shortest.DecodeTokS * float64(r.BytesPerToken) / (memReadGBs * 1e9)
 	}
 	if peakGFLOPs > 0 {
-		r.PrefillComputeFrac = near1K.PrefillTokS * flopsPerToken / (peakGFLOPs * 1e9)
+		r.PrefillComputeFrac = near1K.PrefillTokS * r.FlopsPerToken / (peakGFLOPs * 1e9)
 	}
-	return r
 }
 
 func abs(x int) int {

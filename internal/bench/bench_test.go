@@ -68,6 +68,11 @@ func TestSummarizeFractions(t *testing.T) {
 	if math.Abs(r.PrefillComputeFrac-0.48) > 1e-12 {
 		t.Fatalf("prefill frac %v", r.PrefillComputeFrac)
 	}
+	// A second machine measurement (bench keeps the better one) recomputes both fractions.
+	r.SetMachine(20, 2000)
+	if math.Abs(r.DecodeRooflineFrac-0.2) > 1e-12 || math.Abs(r.PrefillComputeFrac-0.24) > 1e-12 || r.MemReadGBs != 20 || r.PeakGFLOPs != 2000 {
+		t.Fatalf("after SetMachine: %+v", r)
+	}
 }
 
 func TestAgainstModel(t *testing.T) {
