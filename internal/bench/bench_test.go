@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/lily-engine/lily/internal/engine"
 )
 
@@ -84,4 +86,24 @@ func TestAgainstModel(t *testing.T) {
 	if r.DeviceCopyGBs != 400 || x.ModelDecodeTokS != 10 || x.DecodeOfModelFrac != 0.5 || x.PrefillOfModelFrac != 0.25 {
 		t.Fatalf("%+v %+v", r, x)
 	}
+}
+
+// TestArgmax: the first index of the largest value, against a plain scan of every pair.
+func TestArgmax(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ints := rapid.SliceOfN(rapid.IntRange(-3, 3), 1, 300).Draw(t, "x") // small ints: ties
+		x := make([]float32, len(ints))
+		for i, v := range ints {
+			x[i] = float32(v)
+		}
+		want := 0
+		for i := range x {
+			if x[i] > x[want] {
+				want = i
+			}
+		}
+		if got := argmax(x); int(got) != want {
+			t.Fatalf("argmax %d, want %d", got, want)
+		}
+	})
 }

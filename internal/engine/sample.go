@@ -188,11 +188,16 @@ func topIndices[F float32 | float64](x []F, k int) []int32 {
 	return best
 }
 
+// argmax returns the index of the first largest logit, ignoring NaNs unless all are NaN (then 0).
+// The running maximum stays in a register.
 func argmax(logits []float32) int32 {
-	best := 0
+	if len(logits) == 0 {
+		return 0
+	}
+	best, bv := 0, logits[0]
 	for i, l := range logits {
-		if l > logits[best] || (math.IsNaN(float64(logits[best])) && !math.IsNaN(float64(l))) {
-			best = i
+		if l > bv || (bv != bv && l == l) { // x != x: NaN
+			best, bv = i, l
 		}
 	}
 	return int32(best)
