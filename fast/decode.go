@@ -196,13 +196,13 @@ func (s *Session) newDecodeTasks() decodeTasks {
 	return decodeTasks{
 		conv: func(lo, hi int) {
 			l := &s.m.layers[s.cur]
-			convStep(&s.m.gdn, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+			convStep(s.m.ops, &s.m.gdn, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
 		},
 		heads: func(lo, hi int) {
 			d, b, l := &s.m.gdn, s.dec, &s.m.layers[s.cur]
 			gdnStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
 			for h := lo; h < hi; h++ {
-				gatedNorm(b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
+				gatedNorm(s.m.ops, b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
 			}
 		},
 		attend: func(lo, hi int) { s.attendUnits(lo, hi) },
@@ -236,10 +236,10 @@ func (s *Session) moeDecode(l *layer) {
 	s.vecs(jobs)
 	jobs = jobs[:0]
 	for j, e := range b.ids {
-		swiglu(b.eg[j][:l.gate[e].out], b.eu[j])
+		s.m.ops.swiglu(b.eg[j][:l.gate[e].out], b.eu[j])
 		jobs = append(jobs, vecJob{l.down[e], b.eg[j], b.ed[j]})
 	}
-	swiglu(b.eg[k][:l.sg.out], b.eu[k])
+	s.m.ops.swiglu(b.eg[k][:l.sg.out], b.eu[k])
 	jobs = append(jobs, vecJob{l.sd, b.eg[k], b.ed[k]})
 	s.vecs(jobs)
 	sg := sigmoid(b.sgate[0])

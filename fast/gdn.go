@@ -14,7 +14,7 @@ type gdnDims struct {
 // convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
 // x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
 // first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
-func convStep(d *gdnDims, w, state, x, out []float32, lo, hi int) {
+func convStep(ops vecOps, d *gdnDims, w, state, x, out []float32, lo, hi int) {
 	k, c := d.k, d.c
 	for ch := lo; ch < hi; ch++ {
 		wc := w[ch*k : ch*k+k]
@@ -26,14 +26,15 @@ func convStep(d *gdnDims, w, state, x, out []float32, lo, hi int) {
 			state[j*c+ch] = state[(j+1)*c+ch]
 		}
 		state[(k-2)*c+ch] = x[ch]
-		out[ch] = silu(acc)
+		out[ch] = acc
 	}
+	ops.silu(out[lo:hi])
 }
 
 // convSeq runs the conv over T tokens of one channel range. x: [T, C] pre-conv rows (overwritten
 // with the SiLU'd conv output); state: [(K-1)*C] updated to the last K-1 pre-conv rows.
 // tmp: [T+K-1] scratch per call.
-func convSeq(d *gdnDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
+func convSeq(ops vecOps, d *gdnDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
 	k, c := d.k, d.c
 	for ch := lo; ch < hi; ch++ {
 		wc := w[ch*k : ch*k+k]
@@ -48,11 +49,14 @@ func convSeq(d *gdnDims, w, state, x []float32, t int, tmp []float32, lo, hi int
 			for j := 0; j < k; j++ {
 				acc += wc[j] * tmp[i+j]
 			}
-			x[i*c+ch] = silu(acc)
+			x[i*c+ch] = acc
 		}
 		for j := 0; j < k-1; j++ {
 			state[j*c+ch] = tmp[t+j]
 		}
+	}
+	for i := 0; i < t; i++ {
+		ops.silu(x[i*c+lo : i*c+hi])
 	}
 }
 

@@ -20,14 +20,16 @@ func rmsNorm(x, w, out []float32, eps float64) {
 
 // gatedNorm is the GDN output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
 // o, z, y: [Dv]; w: [Dv].
-func gatedNorm(o, z, w, y []float32, eps float64) {
+func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {
 	var ss float64
 	for _, v := range o {
 		ss += float64(v) * float64(v)
 	}
 	r := float32(1 / math.Sqrt(ss/float64(len(o))+eps))
+	copy(y, z)
+	ops.silu(y[:len(o)])
 	for i, v := range o {
-		y[i] = v * r * w[i] * silu(z[i])
+		y[i] *= v * r * w[i]
 	}
 }
 
@@ -90,17 +92,32 @@ func route(logits []float32, ids []int, w []float32) {
 	}
 }
 
-// swiglu: g = silu(g) * u, in place. g, u: [n].
-func swiglu(g, u []float32) {
+// vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in attention, the delta rule and
+// the MoE combine; SiLU in the GDN conv and output gate and the SwiGLU): the fast/cpu SIMD versions when the model runs on the kernels, the plain loops
+// otherwise (NewPlain, the in-package oracle).
+type vecOps struct{ k *cpu.Kernels }
+
+// silu replaces x by silu(x) (cpu.Kernels.SiLU: float32 exp on the SIMD kernels).
+func (o vecOps) silu(x []float32) {
+	if o.k != nil {
+		o.k.SiLU(x, x)
+		return
+	}
+	for i, v := range x {
+		x[i] = silu(v)
+	}
+}
+
+// swiglu: g = silu(g)·u in place; g: [n], u: at least [n].
+func (o vecOps) swiglu(g, u []float32) {
+	if o.k != nil {
+		o.k.SiLUMul(g, g, u)
+		return
+	}
 	for i, v := range g {
 		g[i] = silu(v) * u[i]
 	}
 }
-
-// vecOps are the dot and axpy of the plans' inner loops (attention, the chunked delta rule, the
-// MoE combine): the fast/cpu SIMD versions when the model runs on the kernels, the plain loops
-// otherwise (NewPlain, the in-package oracle).
-type vecOps struct{ k *cpu.Kernels }
 
 // dot returns Σ a_i·b_i over len(a).
 func (o vecOps) dot(a, b []float32) float32 {

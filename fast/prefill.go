@@ -141,7 +141,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 	conv := s.conv[li]
 	m.run.Run(d.c, func(lo, hi int) {
 		tmp := make([]float32, t+d.k)
-		convSeq(d, l.conv, conv, qkv, t, tmp, lo, hi)
+		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
 	})
 	g := make([]float32, t*d.hv)
 	beta := make([]float32, t*d.hv)
@@ -157,7 +157,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
 				at := i*vd + h*d.dv
-				gatedNorm(o[at:at+d.dv], z[at:at+d.dv], l.gn, y[at:at+d.dv], m.eps())
+				gatedNorm(m.ops, o[at:at+d.dv], z[at:at+d.dv], l.gn, y[at:at+d.dv], m.eps())
 			}
 		}
 	})
@@ -259,7 +259,7 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 	sgv := make([]float32, t*is)
 	suv := make([]float32, t*is)
 	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
-	swiglu(sgv, suv)
+	s.m.ops.swiglu(sgv, suv)
 	s.muls(mulJob{l.sd, sgv, t, r, hs})
 	for i := 0; i < t; i++ {
 		g := sigmoid(seg[i])
@@ -283,7 +283,7 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 			copy(xe[j*hs:(j+1)*hs], a[tok*hs:(tok+1)*hs])
 		}
 		s.muls(mulJob{l.gate[x], xe, n, ge, in}, mulJob{l.up[x], xe, n, ue, in})
-		swiglu(ge[:n*in], ue)
+		s.m.ops.swiglu(ge[:n*in], ue)
 		s.muls(mulJob{l.down[x], ge, n, de, hs})
 		for j, slot := range slots {
 			tok := slot / k

@@ -18,12 +18,14 @@ type impl struct {
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
 	readSum            func(x []uint64) uint64
+	siluMul            func(out, g, u []float32) // u nil: out = silu(g)
 }
 
 func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
+		siluMul: siluMulPortable,
 	}
 }
 

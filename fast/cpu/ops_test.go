@@ -120,3 +120,45 @@ func TestTopK(t *testing.T) {
 		}
 	})
 }
+
+// siluTol is SiLU's budget against float64: the float32 exp (≈2 ulp) and the division, relative;
+// results below 1e-30 in magnitude (e^-x past float32's range) may flush to zero.
+const siluTol = 1e-6
+
+// TestSiLUMatchesFloat64: every variant on random and extreme inputs (±100 and beyond, where e^-x
+// overflows or underflows; lengths around the 16-lane blocks), with and without the multiplier.
+func TestSiLUMatchesFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	ks := variants(p)
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 70).Draw(t, "n")
+		x := make([]float32, n)
+		u := make([]float32, n)
+		for i := range x {
+			x[i] = rapid.OneOf(rapid.Float32Range(-20, 20), rapid.Float32Range(-200, 200),
+				rapid.SampledFrom([]float32{0, -0, 1e-30, -1e-30, 88.8, -88.8, 104, -104, 3e38, -3e38})).Draw(t, "x")
+			u[i] = rapid.Float32Range(-4, 4).Draw(t, "u")
+		}
+		for name, k := range ks {
+			out := make([]float32, n)
+			k.SiLU(out, x)
+			mul := make([]float32, n)
+			k.SiLUMul(mul, x, u)
+			for i, v := range x {
+				g := float64(v)
+				want := g / (1 + math.Exp(-g))
+				if d := math.Abs(float64(out[i]) - want); d > siluTol*math.Abs(want)+1e-30 {
+					t.Fatalf("%s SiLU(%g) = %g, want %g", name, v, out[i], want)
+				}
+				want *= float64(u[i])
+				if math.Abs(want) > math.MaxFloat32 {
+					continue // not a float32: either answer is as good
+				}
+				if d := math.Abs(float64(mul[i]) - want); d > 2*siluTol*math.Abs(want)+1e-30 {
+					t.Fatalf("%s SiLUMul(%g, %g) = %g, want %g", name, v, u[i], mul[i], want)
+				}
+			}
+		}
+	})
+}

@@ -35,6 +35,7 @@ func simdImpl(only256 bool) impl {
 		bf16mv:    bf16RowsSIMD,
 		qmm:       qmmRowsSIMD,
 		readSum:   readSumSIMD,
+		siluMul:   siluMulSIMD,
 	}
 }
 
