@@ -7,14 +7,19 @@
 // version written with simd/archsimd (AVX2+FMA, AVX-512 where it pays) is used when the CPU has those features; the choice
 // is made once in [New]. [NewPortable] forces the portable version (tests compare the two).
 //
-// Decode mat-vecs: prepare the input once ([Vec.PrepareQ16]) and call [Kernels.QMatVecQ16] for 4-bit
-// matrices, [Kernels.QMatVec] for 8-bit ones (the router). QMatVecQ16 rounds the activations to
-// int16 per group of 64 (x ≈ d·q, d = max|x|/32767) and sums exact integer products with VPMADDWD
-// (512-bit with AVX-512BW, else 256-bit); its inner loop costs a fraction of the float32 one, which
-// converts every weight to float (BenchmarkQMatVecCPU). Its error budget, checked by
-// TestQMatVecQ16Budget: |y − y_exact| ≤ Σ_g |scale_g|·(d_g/2)·Σ_{i∈g} q_i (plus float32 rounding),
-// 256 times tighter than an int8 (llama.cpp Q8) path, whose error flipped the top-1 token of the
-// fixture models too often to meet the fidelity budget. QMatVec keeps float32 activations.
+// Decode mat-vecs: prepare each input once ([Vec.Prepare], or [Vec.PrepareQ16] for the int16 copy)
+// and run [Kernels.QMatVec] / [Kernels.QMatVecQ16], or [Kernels.QMatVecs] for a gathered set in one
+// pool dispatch. QMatVec keeps float32 activations: with AVX-512 the 4-bit loop reads a pair of
+// groups per 64-byte load and turns every nibble into a float32 with one VPERMPS lookup (no mask, no
+// conversion), ~26 vector instructions per 128 weights. QMatVecQ16 rounds the activations to int16
+// per group of 64 (x ≈ d·q, d = max|x|/32767) and sums exact integer products with VPMADDWD; its
+// error budget, checked by TestQMatVecQ16Budget: |y − y_exact| ≤ Σ_g |scale_g|·(d_g/2)·Σ_{i∈g} q_i
+// (plus float32 rounding). The fast engine uses it for the lm_head only unless asked.
+//
+// The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0,
+// prefetch_amd64.s: the one assembly function of the package, as neither archsimd nor the compiler
+// expose a prefetch). Without it the hardware prefetchers left each core stalled on DRAM about as
+// long as it computed (one worker, 4-bit [2048, 2048] from DRAM: 6.6 → 9.1 GB/s).
 //
 // Weights stay in their stored form: packed []byte (little-endian uint32 words, element k of a word in
 // bits [k*bits, (k+1)*bits), so in byte terms a 4-bit row is low nibble first), bf16 scales and biases
