@@ -61,8 +61,8 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 
 // vecsQ16 runs gathered mat-vecs whose 4-bit matrices read int16 activations
 // (cpu.Kernels.QMatVecQ16): up to 1.5e-5 of each 64-group's largest input off, against float32
-// rounding, and faster (the kernel about 1.3× in cache; whole decode up to 1.2×). The decode plan uses it by default only where the error cannot
-// feed back into the session's state: the lm_head, whose output is the logits and nothing else.
+// rounding, and faster (the kernel about 1.3× in cache; whole decode up to 1.2×). The decode plan
+// uses it by default only where the error cannot feed back into the session's state: the lm_head, whose output is the logits and nothing else.
 // On the fixture models that leaves the decode plan's agreement with ref as it was (teacher-forced
 // top-1 100%, |Δlogp| ≤ 2e-4); using it everywhere (Options.Int16Activations) flipped an expert
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
