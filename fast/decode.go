@@ -17,7 +17,8 @@ type decodeBufs struct {
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query, gate, output
 	part            []float32 // attention split partials: [Hq, splits, D+2]
-	amx, asum       []float64 // attention: per (head, split) running max and sum
+	qs              []float32 // attention: [Hq*D] the query scaled by D^-1/2
+	scores          []float32 // attention: [Hkv*splits, attnSplit] score blocks
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]
 	wts             []float32 // [k]
@@ -42,7 +43,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
 		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
-		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
+		qh: f(c.NumHeads * c.HeadDim), qs: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
 		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 16),
 	}

@@ -34,12 +34,11 @@ const attnSplit = 512
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
 type attnArgs struct {
-	q, k, v     []float32 // q: [Hq*D]; k, v: [n, Hkv*D]
+	q, k, v     []float32 // q: [Hq*D], scaled by D^-1/2; k, v: [n, Hkv*D]
 	n, splits   int
 	hq, hkv, hd int
-	scale       float64
 	part        []float32 // [Hq, splits, D+2]
-	mx, sum     []float64 // [Hq, splits] running max and sum of each head over each split
+	scores      []float32 // [Hkv*splits, attnSplit] one block of scores per unit
 }
 
 // attend computes causal attention of one query position over keys [0, n), split along the
@@ -53,11 +52,15 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 		b.part = make([]float32, need)
 	}
 	p := b.part[:hq*splits*stride]
-	if len(b.amx) < hq*splits {
-		b.amx, b.asum = make([]float64, hq*splits), make([]float64, hq*splits)
+	if need := hkv * splits * attnSplit; cap(b.scores) < need {
+		b.scores = make([]float32, need)
 	}
-	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, scale: 1 / math.Sqrt(float64(hd)), part: p,
-		mx: b.amx, sum: b.asum}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for i, e := range q {
+		b.qs[i] = e * scale
+	}
+	s.att = attnArgs{q: b.qs, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
+		scores: b.scores[:hkv*splits*attnSplit]}
 	s.m.run.Run(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
@@ -82,8 +85,11 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 }
 
 // attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
-// the keys of split u%splits, for every query head that shares it (GQA), so each key and value row
-// is read once for all of them. Head h's result goes to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
+// the keys of split u%splits, for every query head that shares it (GQA): per head, the block's
+// scores in one pass over the keys (Dots), their exponentials against the block maximum
+// (ExpShift), and the weighted sum of the value rows in one pass (AxpyRows); the keys and values
+// of a block stay in cache for the group's later heads. Head h's result goes to part as
+// (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(lo, hi int) {
 	a := &s.att
 	ops := s.m.ops
@@ -91,23 +97,21 @@ func (s *Session) attendUnits(lo, hi int) {
 	rep := a.hq / a.hkv
 	for u := lo; u < hi; u++ {
 		kvh, sp := u/a.splits, u%a.splits
-		h0 := kvh * rep
-		for h := h0; h < h0+rep; h++ {
-			i := h*a.splits + sp
-			clear(a.part[i*stride : i*stride+hd])
-			a.mx[i], a.sum[i] = math.Inf(-1), 0
-		}
-		for t := sp * attnSplit; t < min(a.n, (sp+1)*attnSplit); t++ {
-			kr := a.k[t*w+kvh*hd : t*w+kvh*hd+hd]
-			vr := a.v[t*w+kvh*hd : t*w+kvh*hd+hd]
-			for h := h0; h < h0+rep; h++ {
-				i := h*a.splits + sp
-				ops.attendKey(a.q[h*hd:(h+1)*hd], kr, vr, a.part[i*stride:i*stride+hd], a.scale, &a.mx[i], &a.sum[i])
+		t0, t1 := sp*attnSplit, min(a.n, (sp+1)*attnSplit)
+		kr, vr := a.k[t0*w+kvh*hd:t1*w], a.v[t0*w+kvh*hd:t1*w]
+		sc := a.scores[u*attnSplit : u*attnSplit+t1-t0]
+		for h := kvh * rep; h < (kvh+1)*rep; h++ {
+			ops.dots(sc, a.q[h*hd:(h+1)*hd], kr, w)
+			mx := sc[0]
+			for _, e := range sc {
+				mx = max(mx, e)
 			}
-		}
-		for h := h0; h < h0+rep; h++ {
-			i := h*a.splits + sp
-			a.part[i*stride+hd], a.part[i*stride+hd+1] = float32(a.mx[i]), float32(a.sum[i])
+			sum := ops.expShift(sc, mx)
+			i := (h*a.splits + sp) * stride
+			acc := a.part[i : i+hd]
+			clear(acc)
+			ops.axpyRows(acc, sc, vr, w)
+			a.part[i+hd], a.part[i+hd+1] = mx, float32(sum)
 		}
 	}
 }

@@ -157,6 +157,41 @@ func (o vecOps) attendKey(q, k, v, acc []float32, scale float64, mx, sum *float6
 	o.axpy(float32(e), v, acc)
 }
 
+// dots: out[t] = q·rows[t·stride : t·stride+len(q)] for t < len(out).
+func (o vecOps) dots(out, q, rows []float32, stride int) {
+	if o.k != nil {
+		o.k.Dots(out, q, rows, stride)
+		return
+	}
+	for t := range out {
+		out[t] = dot(q, rows[t*stride:t*stride+len(q)])
+	}
+}
+
+// expShift replaces x by e^{x−m} and returns the sum.
+func (o vecOps) expShift(x []float32, m float32) float64 {
+	if o.k != nil {
+		return o.k.ExpShift(x, m)
+	}
+	var s float64
+	for i, v := range x {
+		x[i] = float32(math.Exp(float64(v - m)))
+		s += float64(x[i])
+	}
+	return s
+}
+
+// axpyRows: acc += Σ_t p[t]·rows[t·stride : t·stride+len(acc)].
+func (o vecOps) axpyRows(acc, p, rows []float32, stride int) {
+	if o.k != nil {
+		o.k.AxpyRows(acc, p, rows, stride)
+		return
+	}
+	for t, a := range p {
+		axpy(a, rows[t*stride:t*stride+len(acc)], acc)
+	}
+}
+
 // axpy: y[:len(x)] += a·x.
 func (o vecOps) axpy(a float32, x, y []float32) {
 	if o.k != nil {

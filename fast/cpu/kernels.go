@@ -19,6 +19,9 @@ type impl struct {
 	qmm                func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32) // u nil: out = silu(g)
+	dots               func(out, q, rows []float32, stride int)
+	expShift           func(x []float32, m float32) float64
+	axpyRows           func(acc, p, rows []float32, stride int)
 }
 
 func portableImpl() impl {
@@ -26,6 +29,7 @@ func portableImpl() impl {
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable,
+		dots:    dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 	}
 }
 

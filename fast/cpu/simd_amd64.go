@@ -36,6 +36,9 @@ func simdImpl(only256 bool) impl {
 		qmm:       qmmRowsSIMD,
 		readSum:   readSumSIMD,
 		siluMul:   siluMulSIMD,
+		dots:      dotsSIMD,
+		expShift:  expShiftSIMD,
+		axpyRows:  axpyRowsSIMD,
 	}
 }
 
