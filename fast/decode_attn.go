@@ -101,16 +101,11 @@ func (s *Session) attendUnits(lo, hi int) {
 		kr, vr := a.k[t0*w+kvh*hd:t1*w], a.v[t0*w+kvh*hd:t1*w]
 		sc := a.scores[u*attnSplit : u*attnSplit+t1-t0]
 		for h := kvh * rep; h < (kvh+1)*rep; h++ {
-			ops.dots(sc, a.q[h*hd:(h+1)*hd], kr, w)
-			mx := sc[0]
-			for _, e := range sc {
-				mx = max(mx, e)
-			}
-			sum := ops.expShift(sc, mx)
 			i := (h*a.splits + sp) * stride
 			acc := a.part[i : i+hd]
 			clear(acc)
-			ops.axpyRows(acc, sc, vr, w)
+			mx, sum := float32(math.Inf(-1)), 0.0
+			ops.attendBlock(a.q[h*hd:(h+1)*hd], kr, vr, w, sc, acc, &mx, &sum)
 			a.part[i+hd], a.part[i+hd+1] = mx, float32(sum)
 		}
 	}

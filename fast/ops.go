@@ -139,22 +139,26 @@ func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
 	}
 }
 
-// attendKey folds one key into a running softmax-weighted sum: score = (q·k)·scale; when it is a
-// new maximum, acc and sum are rescaled to it; then acc += e^{score−mx}·v and sum += e^{score−mx}.
-// q, k, v, acc: [D].
-func (o vecOps) attendKey(q, k, v, acc []float32, scale float64, mx, sum *float64) {
-	sc := float64(o.dot(q, k)) * scale
-	if sc > *mx {
-		f := float32(math.Exp(*mx - sc))
+// attendBlock folds a block of cached keys into one query head's running softmax-weighted sum:
+// scores = q·k (q already scaled by D^-1/2) for the block's rows into sc; when the block holds a
+// new maximum, acc and sum are rescaled to it; then sum += Σ e^{score−mx} and
+// acc += Σ e^{score−mx}·v. q, acc: [D]; kr, vr: the block's rows at stride w; sc: [rows].
+func (o vecOps) attendBlock(q, kr, vr []float32, w int, sc, acc []float32, mx *float32, sum *float64) {
+	o.dots(sc, q, kr, w)
+	bm := sc[0]
+	for _, e := range sc {
+		bm = max(bm, e)
+	}
+	if bm > *mx {
+		f := float32(math.Exp(float64(*mx - bm)))
 		*sum *= float64(f)
 		for i := range acc {
 			acc[i] *= f
 		}
-		*mx = sc
+		*mx = bm
 	}
-	e := math.Exp(sc - *mx)
-	*sum += e
-	o.axpy(float32(e), v, acc)
+	*sum += o.expShift(sc, *mx)
+	o.axpyRows(acc, sc, vr, w)
 }
 
 // dots: out[t] = q·rows[t·stride : t·stride+len(q)] for t < len(out).

@@ -211,26 +211,33 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	}
 	ao := make([]float32, t*qw)
 	kc, vc := s.kc[li], s.vc[li]
-	scale := 1 / math.Sqrt(float64(hd))
+	scale := float32(1 / math.Sqrt(float64(hd)))
 	rep := hq / hkv
-	// One work unit is one (token, KV head): every query head that shares the KV head reads each key
-	// and value row once (GQA); mx and sum are those heads' running max and sum.
+	// One work unit is one (token, KV head): every query head that shares the KV head reads the
+	// keys and values in blocks of attnSplit rows (GQA: a block stays in cache for the group's
+	// heads); mx and sum are those heads' running max and sum.
 	m.run.Run(hkv*t, func(lo, hi int) {
-		mx := make([]float64, rep)
+		mx := make([]float32, rep)
 		sum := make([]float64, rep)
+		sc := make([]float32, attnSplit)
+		qs := make([]float32, hd)
 		for u := lo; u < hi; u++ {
 			i, kvh := u/hkv, u%hkv
-			h0 := kvh * rep
+			base := i*qw + kvh*rep*hd
 			for j := range rep {
-				mx[j], sum[j] = math.Inf(-1), 0
+				mx[j], sum[j] = float32(math.Inf(-1)), 0
 			}
-			base := i*qw + h0*hd
 			clear(ao[base : base+rep*hd])
-			for p := 0; p <= s.pos+i; p++ {
-				kr := kc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
-				vr := vc[p*kw+kvh*hd : p*kw+(kvh+1)*hd]
+			n := s.pos + i + 1
+			for p0 := 0; p0 < n; p0 += attnSplit {
+				p1 := min(n, p0+attnSplit)
+				kr := kc[p0*kw+kvh*hd : p1*kw]
+				vr := vc[p0*kw+kvh*hd : p1*kw]
 				for j := range rep {
-					m.ops.attendKey(qh[base+j*hd:base+(j+1)*hd], kr, vr, ao[base+j*hd:base+(j+1)*hd], scale, &mx[j], &sum[j])
+					for x, e := range qh[base+j*hd : base+(j+1)*hd] {
+						qs[x] = e * scale
+					}
+					m.ops.attendBlock(qs, kr, vr, kw, sc[:p1-p0], ao[base+j*hd:base+(j+1)*hd], &mx[j], &sum[j])
 				}
 			}
 			for j := range rep {
