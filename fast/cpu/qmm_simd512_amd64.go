@@ -26,7 +26,9 @@ import (
 // (tile4x2, about 62): its 512-bit FMAs run at one per cycle there. What it gains is memory
 // traffic: the row-block kernel reads every token row once per 4 rows, from L3 once X outgrows
 // L2, and drops to about 43 GFLOP/s per core at [1024, 4096] × T 512, where this one holds 60.
-// Below qmmLargeX the row-block kernel is as fast or faster (less set-up per row).
+// Below qmmLargeX the row-block kernel is as fast or faster (less set-up per row). On two workers,
+// BenchmarkQMatMat/q4_2048x2048_dense/T512: 117–119 GFLOP/s against 81–93 for the row-block kernel
+// (simdRows). MeasurePeakFLOPs' problem (T·In = 64K) stays on the row-block kernel.
 
 const (
 	qmmPanel = 32  // output rows per panel (two 16-lane vectors)
