@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -225,22 +226,33 @@ func BenchmarkReadBandwidth(b *testing.B) {
 	}
 }
 
-// BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix,
-// reported in GFLOP/s (2·T·Out·In per call).
+// BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix, and
+// a chunk of 512 token rows against a dense projection, reported in GFLOP/s (2·T·Out·In per call).
+// "simd" is New's kernel choice, "simdRows" the 256-bit-tile row-block kernel forced for every T
+// (the only one before the AVX-512 panel kernel took over X past qmmLargeX).
 func BenchmarkQMatMat(b *testing.B) {
 	for _, sh := range []struct {
 		name          string
 		bits, out, in int
-	}{{"q4_512x2048_gate", 4, 512, 2048}, {"q4_2048x512_down", 4, 2048, 512}} {
-		for _, t := range []int{8, 64} {
-			for _, impl := range []string{"simd", "portable"} {
+		ts            []int
+		impls         []string
+	}{
+		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "portable"}},
+		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "portable"}},
+		{"q4_2048x2048_dense", 4, 2048, 2048, []int{512}, []string{"simd", "simdRows"}},
+	} {
+		for _, t := range sh.ts {
+			for _, impl := range sh.impls {
 				b.Run(fmt.Sprintf("%s/T%d/w2/%s", sh.name, t, impl), func(b *testing.B) {
 					p := NewPool(2)
 					defer p.Close()
 					k := NewPortable(p)
-					if impl == "simd" {
+					if impl != "portable" {
 						if k = New(p); !k.SIMD() {
 							b.Skip("no SIMD kernels in this build")
+						}
+						if impl == "simdRows" {
+							k.largeX = math.MaxInt
 						}
 					}
 					r := rand.New(rand.NewPCG(3, 3))

@@ -16,7 +16,8 @@ type impl struct {
 	axpy               func(y []float32, a float32, x []float32)
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
-	qmm                func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
+	qmm                qmmKernel
+	qmmLarge           qmmKernel // for T·In ≥ qmmLargeX where set (run non-nil)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -27,9 +28,9 @@ type impl struct {
 func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
-		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, qmm: qmmRowsPortable, readSum: readSumPortable,
-		siluMul: siluMulPortable,
-		dots:    dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
+		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
+		siluMul: siluMulPortable, qmm: qmmKernel{run: qmmRowsPortable, rows: qmmRowBlock, scratch: qmmScratchRows},
+		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 	}
 }
 
@@ -45,8 +46,10 @@ type Kernels struct {
 	batch batchTask
 	mm    qmmTask
 	bmv   bf16Task
-	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
-	xperm []float32   // the mat-mat's X in SIMD unpack order
+	buf   [][]float32 // per-worker scratch of the mat-mat (qmmKernel.scratch)
+	xperm []float32   // the mat-mat's X as its kernel reads it (qmmKernel.pack)
+
+	largeX int // T·In from which QMatMat uses f.qmmLarge: qmmLargeX (tests lower it)
 }
 
 // New returns kernels on p, using the archsimd versions when the binary was built with
@@ -62,7 +65,7 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers())}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX}
 	return k
 }
 

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -19,22 +20,51 @@ func TestQMatMatMatchesOracle(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					bits, out, in := drawShape(t)
-					tok := rapid.IntRange(1, 9).Draw(t, "T")
+					// T up to 20: several 6-token blocks of the AVX-512 panel kernel plus a 2-token
+					// remainder block (padded when T is odd).
+					tok := rapid.IntRange(1, 20).Draw(t, "T")
 					r := newRand(rapid.Uint64().Draw(t, "seed"))
 					m, x := randQMat(r, bits, out, in), randVec(r, tok*in)
 					y := make([]float32, tok*out)
 					k.QMatMat(y, m, x, tok)
-					for tt := range tok {
-						want, mass := oracleQMatVec(m, x[tt*in:(tt+1)*in])
-						for o := range out {
-							if d := math.Abs(float64(y[tt*out+o]) - want[o]); d > qmmTol*mass[o] {
-								t.Fatalf("workers %d bits %d [%d,%d] T %d: Y[%d,%d] = %g, oracle %g",
-									workers, bits, out, in, tok, tt, o, y[tt*out+o], want[o])
-							}
-						}
-					}
+					checkQMatMat(t, fmt.Sprintf("workers %d", workers), m, x, y, tok)
 				})
 			})
+		}
+	}
+}
+
+// checkQMatMat fails t unless y = X·Wᵀ within qmmTol of the oracle.
+func checkQMatMat(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, what string, m *QMat, x, y []float32, tok int) {
+	t.Helper()
+	out, in := m.Out, m.In
+	for tt := range tok {
+		want, mass := oracleQMatVec(m, x[tt*in:(tt+1)*in])
+		for o := range out {
+			if d := math.Abs(float64(y[tt*out+o]) - want[o]); d > qmmTol*mass[o] {
+				t.Fatalf("%s bits %d [%d,%d] T %d: Y[%d,%d] = %g, oracle %g",
+					what, m.Bits, out, in, tok, tt, o, y[tt*out+o], want[o])
+			}
+		}
+	}
+}
+
+// TestQMatMatLargeX runs shapes past qmmLargeX through every variant's default kernel choice (the
+// AVX-512 panel kernel where the CPU has it): In 4096 and 8192 (16 and 32 chunks of qmmKC), T not a
+// multiple of 6, Out not a multiple of 32, both bit widths.
+func TestQMatMatLargeX(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	for name, k := range variants(p) {
+		for _, sh := range []struct{ bits, out, in, t int }{{4, 37, 4096, 131}, {8, 33, 8192, 67}} {
+			r := newRand(uint64(sh.in))
+			m, x := randQMat(r, sh.bits, sh.out, sh.in), randVec(r, sh.t*sh.in)
+			y := make([]float32, sh.t*sh.out)
+			k.QMatMat(y, m, x, sh.t)
+			checkQMatMat(t, name, m, x, y, sh.t)
 		}
 	}
 }

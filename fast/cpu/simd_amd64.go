@@ -18,12 +18,15 @@ import (
 // haveSIMD reports whether the archsimd kernels can run: they use AVX2 integer ops and FMA.
 func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
-// simdImpl returns the archsimd kernels: the 512-bit mat-vecs where the CPU has AVX-512, unless
-// only256 (tests use it to run the 256-bit ones on AVX-512 machines too).
+// simdImpl returns the archsimd kernels: the 512-bit mat-vecs and the large-X panel mat-mat
+// (qmmPanelsSIMD512) where the CPU has AVX-512, unless only256 (tests use it to run the 256-bit
+// ones on AVX-512 machines too).
 func simdImpl(only256 bool) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
+	var large qmmKernel
 	if archsimd.X86.AVX512() && !only256 {
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
+		large = qmmKernel{run: qmmPanelsSIMD512, rows: qmmPanel, scratch: qmmScratch512, packLen: qmmPackLen512, pack: qmmPack512}
 	}
 	return impl{
 		qmv4:      q4,
@@ -33,7 +36,8 @@ func simdImpl(only256 bool) impl {
 		axpy:      axpySIMD,
 		scaleAxpy: scaleAxpySIMD,
 		bf16mv:    bf16RowsSIMD,
-		qmm:       qmmRowsSIMD,
+		qmm:       qmmKernel{run: qmmRowsSIMD, rows: qmmRowBlock, scratch: qmmScratchRows, packLen: qmmPermLen, pack: qmmPermute},
+		qmmLarge:  large,
 		readSum:   readSumSIMD,
 		siluMul:   siluMulSIMD,
 		dots:      dotsSIMD,
