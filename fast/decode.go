@@ -244,11 +244,10 @@ func (s *Session) moeDecode(l *layer) {
 	jobs = append(jobs, vecJob{l.sd, b.eg[k], b.ed[k]})
 	s.vecs(jobs)
 	sg := sigmoid(b.sgate[0])
-	for i := range b.r {
-		acc := sg * b.ed[k][i]
-		for j := 0; j < k; j++ {
-			acc += b.wts[j] * b.ed[j][i]
-		}
-		b.r[i] = acc
+	for i, v := range b.ed[k][:len(b.r)] {
+		b.r[i] = sg * v
+	}
+	for j := 0; j < k; j++ {
+		s.m.ops.axpy(b.wts[j], b.ed[j][:len(b.r)], b.r)
 	}
 }
