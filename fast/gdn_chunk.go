@@ -7,13 +7,16 @@ const chunk = 64
 
 // gdnScratch is one value head's working memory for the chunked delta rule.
 type gdnScratch struct {
-	gam  [chunk]float32         // Γ_i: cumulative log-decay inside the chunk
-	a    [chunk * chunk]float32 // strictly lower β_i (k_i·k_j) e^{Γ_i-Γ_j}, then q_i·k_j e^{Γ_i-Γ_j}
-	u, w []float32              // U: [chunk, Dv], W: [chunk, Dk]
+	gam  [chunk]float32 // Γ_i: cumulative log-decay inside the chunk
+	c    [chunk]float32 // one row of coefficients: −A_ij, or (q_i·k_j) e^{Γ_i-Γ_j}
+	u, w []float32      // U: [chunk, Dv], W: [chunk, Dk]
+	p    []float32      // [max(Dk, chunk)] coefficients of one weighted row sum
+	kt   []float32      // [Dk, chunk] e^{Γ_last-Γ_j} k_j, transposed
 }
 
 func newGDNScratch(dk, dv int) *gdnScratch {
-	return &gdnScratch{u: make([]float32, chunk*dv), w: make([]float32, chunk*dk)}
+	return &gdnScratch{u: make([]float32, chunk*dv), w: make([]float32, chunk*dk),
+		p: make([]float32, max(dk, chunk)), kt: make([]float32, dk*chunk)}
 }
 
 // gdnChunked runs the gated delta rule over T tokens for value heads [lo, hi) in the chunked
@@ -38,7 +41,9 @@ func gdnChunked(ops vecOps, d *gdnDims, t int, qk []float32, qkStride int, v []f
 				run += g[(c0+i)*hv+h]
 				sc.gam[i] = run
 			}
-			// A_ij = β_i (k_i·k_j) e^{Γ_i-Γ_j}, j < i; U = (I+A)^{-1} diag(β)V; W = (I+A)^{-1} diag(β e^Γ) K.
+			// A_ij = β_i (k_i·k_j) e^{Γ_i-Γ_j}, j < i; U = (I+A)^{-1} diag(β)V; W = (I+A)^{-1} diag(β e^Γ) K,
+			// by forward substitution: row i of U and W minus Σ_{j<i} A_ij times rows j.
+			kc := qk[c0*qkStride+kOff+kh*dk:] // the chunk's k rows at stride qkStride
 			for i := 0; i < n; i++ {
 				ki := kOf(c0 + i)
 				bi := beta[(c0+i)*hv+h]
@@ -52,49 +57,57 @@ func gdnChunked(ops vecOps, d *gdnDims, t int, qk []float32, qkStride int, v []f
 				for x := range wi {
 					wi[x] = bi * eg * ki[x]
 				}
-				for j := 0; j < i; j++ {
-					aij := bi * ops.dot(ki, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
-					ops.axpy(-aij, sc.u[j*dv:j*dv+dv], ui)
-					ops.axpy(-aij, sc.w[j*dk:j*dk+dk], wi)
+				if i == 0 {
+					continue
 				}
+				c := sc.c[:i]
+				ops.dots(c, ki, kc, qkStride)
+				for j := range c {
+					c[j] *= -bi * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
+				}
+				ops.axpyRows(ui, c, sc.u, dv)
+				ops.axpyRows(wi, c, sc.w, dk)
 			}
 			// Vn_i = U_i - W_i S  (stored over U).
 			for i := 0; i < n; i++ {
-				ui := sc.u[i*dv : i*dv+dv]
-				wi := sc.w[i*dk : i*dk+dk]
-				for x := 0; x < dk; x++ {
-					ops.axpy(-wi[x], s[x*dv:x*dv+dv], ui)
+				p := sc.p[:dk]
+				for x, e := range sc.w[i*dk : i*dk+dk] {
+					p[x] = -e
 				}
+				ops.axpyRows(sc.u[i*dv:i*dv+dv], p, s, dv)
 			}
 			// O_i = e^{Γ_i} q_i S + Σ_{j≤i} (q_i·k_j) e^{Γ_i-Γ_j} Vn_j.
 			for i := 0; i < n; i++ {
 				qi := qOf(c0 + i)
 				oi := out[(c0+i)*hv*dv+h*dv : (c0+i)*hv*dv+h*dv+dv]
-				for x := range oi {
-					oi[x] = 0
-				}
+				clear(oi)
 				eg := float32(math.Exp(float64(sc.gam[i])))
-				for x := 0; x < dk; x++ {
-					ops.axpy(eg*qi[x], s[x*dv:x*dv+dv], oi)
+				p := sc.p[:dk]
+				for x, e := range qi {
+					p[x] = eg * e
 				}
-				for j := 0; j <= i; j++ {
-					c := ops.dot(qi, kOf(c0+j)) * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))
-					ops.axpy(c, sc.u[j*dv:j*dv+dv], oi)
+				ops.axpyRows(oi, p, s, dv)
+				c := sc.c[:i+1]
+				ops.dots(c, qi, kc, qkStride)
+				for j := range c {
+					c[j] *= float32(math.Exp(float64(sc.gam[i] - sc.gam[j])))
 				}
+				ops.axpyRows(oi, c, sc.u, dv)
 			}
-			// S = e^{Γ_last} S + Σ_j e^{Γ_last-Γ_j} k_j ⊗ Vn_j.
+			// S = e^{Γ_last} S + Σ_j e^{Γ_last-Γ_j} k_j ⊗ Vn_j: row x of S gains Σ_j kt[x][j] Vn_j.
 			last := sc.gam[n-1]
 			el := float32(math.Exp(float64(last)))
 			for x := range s {
 				s[x] *= el
 			}
 			for j := 0; j < n; j++ {
-				kj := kOf(c0 + j)
 				f := float32(math.Exp(float64(last - sc.gam[j])))
-				vn := sc.u[j*dv : j*dv+dv]
-				for x := 0; x < dk; x++ {
-					ops.axpy(f*kj[x], vn, s[x*dv:x*dv+dv])
+				for x, e := range kOf(c0 + j) {
+					sc.kt[x*chunk+j] = f * e
 				}
+			}
+			for x := 0; x < dk; x++ {
+				ops.axpyRows(s[x*dv:x*dv+dv], sc.kt[x*chunk:x*chunk+n], sc.u, dv)
 			}
 		}
 	}
