@@ -62,37 +62,44 @@ func readSumPortable(x []uint64) uint64 {
 	return s0 + s1 + s2 + s3
 }
 
-// peakShape is the in-cache problem MeasurePeakFLOPs runs: a 4-bit [64, 2048] matrix (160 KB with
-// scales and biases) against 32 token rows (256 KB), small enough for each core's L2.
-const (
-	peakOut, peakIn, peakT = 64, 2048, 32
-)
-
 // MeasurePeakFLOPs returns the compute peak of the quantized kernels on k in GFLOP/s (2 flops per
-// multiply-add): the fused-dequantization mat-mat (QMatMat) on an in-cache problem, repeated for
-// about d, best of three. This is the prefill roofline's compute side. It allocates its inputs.
+// multiply-add): the fused-dequantization mat-mat (QMatMat) on one problem for each way it computes,
+// repeated for about d in all, best of three per problem, the better problem counting. This is the
+// prefill roofline's compute side. The problems: a 4-bit [64, 2048] matrix (160 KB with scales and
+// biases) against 32 token rows (256 KB), small enough for each core's L2 (the row-block kernel),
+// and a [512, 2048] one against 512 rows, past the size from which QMatMat switches to its panel
+// kernel where it has one; prefill runs both. It allocates its inputs.
 func MeasurePeakFLOPs(k *Kernels, d time.Duration) float64 {
-	m := &QMat{Bits: 4, Out: peakOut, In: peakIn}
-	m.W = make([]byte, peakOut*m.RowBytes())
-	m.Scales = make([]uint16, peakOut*m.Groups())
-	m.Biases = make([]uint16, peakOut*m.Groups())
+	peakShapes := [...]struct{ out, in, t int }{{64, 2048, 32}, {512, 2048, 512}}
+	best := 0.0
+	for _, sh := range peakShapes {
+		best = max(best, peakFLOPs(k, sh.out, sh.in, sh.t, d/time.Duration(len(peakShapes))))
+	}
+	return best
+}
+
+func peakFLOPs(k *Kernels, out, in, t int, d time.Duration) float64 {
+	m := &QMat{Bits: 4, Out: out, In: in}
+	m.W = make([]byte, out*m.RowBytes())
+	m.Scales = make([]uint16, out*m.Groups())
+	m.Biases = make([]uint16, out*m.Groups())
 	for i := range m.W {
 		m.W[i] = byte(i * 131)
 	}
 	for i := range m.Scales {
 		m.Scales[i], m.Biases[i] = ToBF16(0.01), ToBF16(-0.05)
 	}
-	x := make([]float32, peakT*peakIn)
+	x := make([]float32, t*in)
 	for i := range x {
 		x[i] = float32(i%17) * 0.1
 	}
-	y := make([]float32, peakT*peakOut)
-	flops := 2.0 * peakT * peakOut * peakIn
+	y := make([]float32, t*out)
+	flops := 2.0 * float64(t*out*in)
 	best := 0.0
 	for range 3 {
 		n, start := 0, time.Now()
 		for time.Since(start) < d/3 {
-			k.QMatMat(y, m, x, peakT)
+			k.QMatMat(y, m, x, t)
 			n++
 		}
 		best = max(best, flops*float64(n)/time.Since(start).Seconds()/1e9)
