@@ -100,7 +100,8 @@ func benchShapes() []struct {
 	}{
 		{"q4_2048x2048", 4, 2048, 2048},
 		{"q4_512x2048", 4, 512, 2048},
-		{"q4_2048x512_down", 4, 2048, 512}, // an expert down projection
+		{"q4_2048x512_down", 4, 2048, 512},  // an expert down projection
+		{"q4_2048x4096_out", 4, 2048, 4096}, // a DeltaNet output projection
 		{"q4_8192x2048", 4, 8192, 2048},
 		{"q8_256x2048_router", 8, 256, 2048},
 		{"q4_lmhead_32768x2048", 4, 32768, 2048}, // 1/8 of the 248320-row lm_head

@@ -74,11 +74,12 @@ func variants(p *Pool) map[string]*Kernels {
 }
 
 // drawShape draws a quantized matrix shape: 1 row up to a few hundred, odd counts that do not divide
-// across workers, 1 to 40 groups.
+// across workers, 1 to 40 groups or 64 to 72 (the 512-bit mat-vec runs rows of 64 groups and more,
+// 2 KiB of 4-bit weights, in two halves).
 func drawShape(t *rapid.T) (bits, out, in int) {
 	bits = rapid.SampledFrom([]int{4, 8}).Draw(t, "bits")
 	out = rapid.OneOf(rapid.Just(1), rapid.IntRange(2, 37), rapid.IntRange(200, 400)).Draw(t, "out")
-	in = GroupSize * rapid.IntRange(1, 40).Draw(t, "groups")
+	in = GroupSize * rapid.OneOf(rapid.IntRange(1, 40), rapid.IntRange(64, 72)).Draw(t, "groups")
 	return
 }
 
