@@ -1,11 +1,13 @@
 // Package cpu holds lily's CPU kernels: fused-dequantization mat-vec and mat-mat over MLX affine
-// 4/8-bit group-64 weights (model.md §3), a bf16 dense mat-vec, the small vector helpers a decode
-// step needs, a fixed worker pool, and the machine measurements (read bandwidth, kernel peak) that
+// 4/8-bit group-64 weights (model.md §3), a bf16 dense mat-vec, the vector helpers a decode step
+// needs (dot, axpy, SiLU with a float32 exp, and the attention block helpers Dots, ExpShift and
+// AxpyRows), a fixed worker pool, and the machine measurements (read bandwidth, kernel peak) that
 // the bench command reports fractions against.
 //
 // Every kernel has a portable pure-Go version. Built with GOEXPERIMENT=simd on amd64, a second
-// version written with simd/archsimd (AVX2+FMA, AVX-512 where it pays) is used when the CPU has those features; the choice
-// is made once in [New]. [NewPortable] forces the portable version (tests compare the two).
+// version written with simd/archsimd (AVX2+FMA, AVX-512 where it pays) is used when the CPU has
+// those features; the choice is made once in [New]. [NewPortable] forces the portable version
+// (tests compare the two, and run the 256-bit versions on AVX-512 machines too).
 //
 // Decode mat-vecs: prepare each input once ([Vec.Prepare], or [Vec.PrepareQ16] for the int16 copy)
 // and run [Kernels.QMatVec] / [Kernels.QMatVecQ16], or [Kernels.QMatVecs] for a gathered set in one
