@@ -31,32 +31,38 @@ func convStep(ops vecOps, d *gdnDims, w, state, x, out []float32, lo, hi int) {
 	ops.silu(out[lo:hi])
 }
 
-// convSeq runs the conv over T tokens of one channel range. x: [T, C] pre-conv rows (overwritten
-// with the SiLU'd conv output); state: [(K-1)*C] updated to the last K-1 pre-conv rows.
-// tmp: [T+K-1] scratch per call.
+// convSeq runs the conv over T tokens of one channel range [lo, hi), token by token so that every
+// access is a contiguous run of channels. x: [T, C] pre-conv rows (overwritten with the SiLU'd conv
+// output); state: [(K-1)*C] updated to the last K-1 pre-conv rows. tmp: at least 2K·(hi-lo)
+// scratch: the kernel transposed to [K][hi-lo], then K row buffers holding the last K pre-conv rows
+// (a ring; slot i mod K is token i's).
 func convSeq(ops vecOps, d *gdnDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
-	k, c := d.k, d.c
+	k, c, n := d.k, d.c, hi-lo
+	wt, ring := tmp[:k*n], tmp[k*n:(2*k)*n]
 	for ch := lo; ch < hi; ch++ {
-		wc := w[ch*k : ch*k+k]
-		for j := 0; j < k-1; j++ {
-			tmp[j] = state[j*c+ch]
-		}
-		for i := 0; i < t; i++ {
-			tmp[k-1+i] = x[i*c+ch]
-		}
-		for i := 0; i < t; i++ {
-			var acc float32
-			for j := 0; j < k; j++ {
-				acc += wc[j] * tmp[i+j]
-			}
-			x[i*c+ch] = acc
-		}
-		for j := 0; j < k-1; j++ {
-			state[j*c+ch] = tmp[t+j]
+		for j := 0; j < k; j++ {
+			wt[j*n+ch-lo] = w[ch*k+j]
 		}
 	}
+	// Ring slot of pre-conv row r, for r from -(K-1) (the oldest state row) up to t-1.
+	slot := func(r int) []float32 { s := ((r % k) + k) % k; return ring[s*n : (s+1)*n] }
+	for j := 0; j < k-1; j++ {
+		copy(slot(j-(k-1)), state[j*c+lo:j*c+hi])
+	}
 	for i := 0; i < t; i++ {
-		ops.silu(x[i*c+lo : i*c+hi])
+		row := x[i*c+lo : i*c+hi]
+		copy(slot(i), row)
+		clear(row)
+		for j := 0; j < k; j++ { // tap j reads pre-conv row i-(K-1)+j
+			src, wj := slot(i-(k-1)+j), wt[j*n:(j+1)*n]
+			for e := range row {
+				row[e] += wj[e] * src[e]
+			}
+		}
+		ops.silu(row)
+	}
+	for j := 0; j < k-1; j++ {
+		copy(state[j*c+lo:j*c+hi], slot(t-(k-1)+j))
 	}
 }
 

@@ -157,7 +157,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 	s.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
 	conv := s.conv[li]
 	m.run.Run(d.c, func(lo, hi int) {
-		tmp := make([]float32, t+d.k)
+		tmp := make([]float32, 2*d.k*(hi-lo))
 		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
 	})
 	g := make([]float32, t*d.hv)
