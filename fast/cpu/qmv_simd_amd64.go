@@ -51,7 +51,6 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 	var bt [rowBlock]float32
 	var r [rowBlock]archsimd.Float32x8
 	pc := newPerm512()
-	var tmp [1]archsimd.Float32x8
 	for o0 := lo; o0 < hi; o0 += rowBlock {
 		n := min(rowBlock, hi-o0)
 		if groups%8 != 0 {
@@ -83,11 +82,14 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 			case kindQ4x512:
 				if split {
 					h := groups / 2
-					tmp[0] = qmv4Row512(w, &sf[j], h, unsafe.Pointer(unsafe.SliceData(v.p16)), &pc)
+					a := qmv4Row512(w, &sf[j], h, unsafe.Pointer(unsafe.SliceData(v.p16)), &pc)
 					if (o0+j+1)*rb+prefetchAhead <= len(m.W) {
 						prefetch(unsafe.Add(w, prefetchAhead+rb/2), rb/128)
 					}
-					r[j] = tmp[0].Add(qmv4Row512(unsafe.Add(w, rb/2), (*[sfLen]float32)(unsafe.Pointer(&sf[j][h])), h, unsafe.Pointer(&v.p16[h*GroupSize]), &pc))
+					// The second half's multipliers start at sf[j][h]; the kernel reads at most
+					// h+16 of them, inside the table (sfLen ≥ 2h+16).
+					hs := (*[sfLen]float32)(unsafe.Pointer(&sf[j][h]))
+					r[j] = a.Add(qmv4Row512(unsafe.Add(w, rb/2), hs, h, unsafe.Pointer(&v.p16[h*GroupSize]), &pc))
 				} else {
 					r[j] = qmv4Row512(w, &sf[j], groups, unsafe.Pointer(unsafe.SliceData(v.p16)), &pc)
 				}
