@@ -19,6 +19,8 @@ type decodeBufs struct {
 	part            []float32 // attention split partials: [Hq, splits, D+2]
 	qs              []float32 // attention: [Hq*D] the query scaled by D^-1/2
 	scores          []float32 // attention: [Hkv*splits, attnSplit] score blocks
+	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
+	asum            []float64 // attention: [Hq*splits] running sum
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]
 	wts             []float32 // [k]

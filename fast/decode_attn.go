@@ -32,6 +32,10 @@ func (s *Session) attnDecode(li int, l *layer) {
 // along the sequence so both workers stay busy and partial softmaxes are merged after.
 const attnSplit = 512
 
+// attnSub is the key block one attendBlock call folds in (within a split): small enough that the
+// keys and values stay in L2 while all the query heads of a KV head take their turn.
+const attnSub = 64
+
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
 type attnArgs struct {
 	q, k, v     []float32 // q: [Hq*D], scaled by D^-1/2; k, v: [n, Hkv*D]
@@ -39,6 +43,8 @@ type attnArgs struct {
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
 	scores      []float32 // [Hkv*splits, attnSplit] one block of scores per unit
+	mx          []float32 // [Hkv*splits, Hq/Hkv] running max of each unit's heads
+	sum         []float64 // [Hkv*splits, Hq/Hkv] running sum
 }
 
 // attend computes causal attention of one query position over keys [0, n), split along the
@@ -59,8 +65,11 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 	for i, e := range q {
 		b.qs[i] = e * scale
 	}
+	if cap(b.amx) < hq*splits {
+		b.amx, b.asum = make([]float32, hq*splits), make([]float64, hq*splits)
+	}
 	s.att = attnArgs{q: b.qs, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
-		scores: b.scores[:hkv*splits*attnSplit]}
+		scores: b.scores[:hkv*splits*attnSplit], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
 	s.m.run.Run(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
@@ -100,13 +109,26 @@ func (s *Session) attendUnits(lo, hi int) {
 		t0, t1 := sp*attnSplit, min(a.n, (sp+1)*attnSplit)
 		kr, vr := a.k[t0*w+kvh*hd:t1*w], a.v[t0*w+kvh*hd:t1*w]
 		sc := a.scores[u*attnSplit : u*attnSplit+t1-t0]
-		for h := kvh * rep; h < (kvh+1)*rep; h++ {
-			i := (h*a.splits + sp) * stride
-			acc := a.part[i : i+hd]
-			clear(acc)
-			mx, sum := float32(math.Inf(-1)), 0.0
-			ops.attendBlock(a.q[h*hd:(h+1)*hd], kr, vr, w, sc, acc, &mx, &sum)
-			a.part[i+hd], a.part[i+hd+1] = mx, float32(sum)
+		mx, sum := a.mx[u*rep:(u+1)*rep], a.sum[u*rep:(u+1)*rep]
+		for j := range rep {
+			i := ((kvh*rep+j)*a.splits + sp) * stride
+			clear(a.part[i : i+hd])
+			mx[j], sum[j] = float32(math.Inf(-1)), 0
+		}
+		// Sub-blocks of attnSub keys: the group's heads take turns on one while its key and value
+		// rows are still in cache.
+		for b0 := 0; b0 < t1-t0; b0 += attnSub {
+			b1 := min(t1-t0, b0+attnSub)
+			kb, vb := kr[b0*w:], vr[b0*w:]
+			for j := range rep {
+				h := kvh*rep + j
+				i := (h*a.splits + sp) * stride
+				ops.attendBlock(a.q[h*hd:(h+1)*hd], kb, vb, w, sc[b0:b1], a.part[i:i+hd], &mx[j], &sum[j])
+			}
+		}
+		for j := range rep {
+			i := ((kvh*rep+j)*a.splits + sp) * stride
+			a.part[i+hd], a.part[i+hd+1] = mx[j], float32(sum[j])
 		}
 	}
 }
