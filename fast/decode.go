@@ -15,10 +15,9 @@ type decodeBufs struct {
 	acc             []float32 // GDN: [Hv*Dv] the step's output accumulator
 	bb, aa, g, beta []float32 // GDN: [Hv]
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
-	qh, gate, ao    []float32 // attention: [Hq*D] query, gate, output
+	qh, gate, ao    []float32 // attention: [Hq*D] query (scaled), gate, output
 	part            []float32 // attention split partials: [Hq, splits, D+2]
-	qs              []float32 // attention: [Hq*D] the query scaled by D^-1/2
-	scores          []float32 // attention: [Hkv*splits, attnSplit] score blocks
+	scores          []float32 // attention: [Hkv*splits, attnSub] score sub-blocks
 	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
 	asum            []float64 // attention: [Hq*splits] running sum
 	rl              []float32 // router logits [E]
@@ -45,7 +44,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
 		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
-		qh: f(c.NumHeads * c.HeadDim), qs: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
+		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
 		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 16),
 	}

@@ -92,9 +92,10 @@ func route(logits []float32, ids []int, w []float32) {
 	}
 }
 
-// vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in attention, the delta rule and
-// the MoE combine; SiLU in the GDN conv and output gate and the SwiGLU): the fast/cpu SIMD versions when the model runs on the kernels, the plain loops
-// otherwise (NewPlain, the in-package oracle).
+// vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in the delta rule and the MoE
+// combine; the block helpers of attention and the chunked delta rule; SiLU in the GDN conv and
+// output gate and the SwiGLU): the fast/cpu SIMD versions when the model runs on the kernels, the
+// plain loops otherwise (NewPlain, the in-package oracle).
 type vecOps struct{ k *cpu.Kernels }
 
 // silu replaces x by silu(x) (cpu.Kernels.SiLU: float32 exp on the SIMD kernels).

@@ -196,11 +196,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	for i := 0; i < t; i++ {
 		pos := s.pos + i
 		for h := 0; h < hq; h++ {
-			src := q2[i*2*qw+h*2*hd:]
-			q := qh[i*qw+h*hd : i*qw+(h+1)*hd]
-			rmsNorm(src[:hd], l.qn, q, m.eps())
-			copy(gate[i*qw+h*hd:i*qw+(h+1)*hd], src[hd:2*hd])
-			rope(q, pos, m.inv)
+			m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
 		}
 		kc := s.kc[li][pos*kw : (pos+1)*kw]
 		for h := 0; h < hkv; h++ {
@@ -211,7 +207,6 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	}
 	ao := make([]float32, t*qw)
 	kc, vc := s.kc[li], s.vc[li]
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	rep := hq / hkv
 	// One work unit is one (token, KV head): every query head that shares the KV head reads the
 	// keys and values in blocks of attnSplit rows (GQA: a block stays in cache for the group's
@@ -220,7 +215,6 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 		mx := make([]float32, rep)
 		sum := make([]float64, rep)
 		sc := make([]float32, attnSplit)
-		qs := make([]float32, hd)
 		for u := lo; u < hi; u++ {
 			i, kvh := u/hkv, u%hkv
 			base := i*qw + kvh*rep*hd
@@ -234,10 +228,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 				kr := kc[p0*kw+kvh*hd : p1*kw]
 				vr := vc[p0*kw+kvh*hd : p1*kw]
 				for j := range rep {
-					for x, e := range qh[base+j*hd : base+(j+1)*hd] {
-						qs[x] = e * scale
-					}
-					m.ops.attendBlock(qs, kr, vr, kw, sc[:p1-p0], ao[base+j*hd:base+(j+1)*hd], &mx[j], &sum[j])
+					m.ops.attendBlock(qh[base+j*hd:base+(j+1)*hd], kr, vr, kw, sc[:p1-p0], ao[base+j*hd:base+(j+1)*hd], &mx[j], &sum[j])
 				}
 			}
 			for j := range rep {
