@@ -21,8 +21,8 @@ import (
 
 // cmdBench measures prefill and decode at batch 1 by the published protocol:
 // lily bench --model DIR --backend ref|fast[,…] [--prompt-lengths L1,L2,…] [--decode-tokens N] [--json].
-// Several backends are measured in turn against one measurement of the machine, each closed before
-// the next opens, and each later one is compared with the first.
+// Several backends are measured in turn, each closed before the next opens, and each later one is
+// compared with the first; the machine is measured before and after them, the better figures kept.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
