@@ -26,7 +26,7 @@ type decodeBufs struct {
 	eg, eu, ed      [][]float32
 	sgate           []float32 // [1]
 	logits          []float32 // [V]
-	jobs            []vecJob
+	jobs            []vecJob  // room for the widest dispatch: gate and up of the k experts and the shared one
 }
 
 // vecJob is one mat-vec of a gathered dispatch: y = W x.
@@ -46,7 +46,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
-		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 16),
+		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 2*(c.NumExpertsPerTok+1)),
 	}
 	inter := max(c.MoEIntermediate, c.SharedIntermediate)
 	for i := 0; i <= c.NumExpertsPerTok; i++ {
