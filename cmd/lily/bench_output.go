@@ -48,9 +48,14 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
 	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s (the better of before and after the runs)\n", rep.MemReadGBs, rep.PeakGFLOPs)
-	fmt.Fprintf(w, "%10s %14s %14s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "resident−weights")
+	fmt.Fprintf(w, "%10s %14s %14s %16s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "decode traffic", "resident−weights")
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
+		if r.TrafficBytesPerToken > 0 && rep.MemReadGBs > 0 {
+			fmt.Fprintf(w, " %7.2f GB %5.1f%%", float64(r.TrafficBytesPerToken)/1e9, 100*r.DecodeTrafficFrac)
+		} else {
+			fmt.Fprintf(w, " %16s", "unknown")
+		}
 		if r.ResidentBytes > 0 {
 			fmt.Fprintf(w, " %15.2f GB", float64(r.ResidentBytes-rep.WeightsBytes)/1e9)
 		} else {
@@ -68,6 +73,6 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 		fmt.Fprintln(w, "no prompt length fits the backend's context (see --ctx-size)")
 		return
 	}
-	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline; prefill near 1K: %.1f%% of the compute peak\n",
-		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.PrefillComputeFrac)
+	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline (weights; %.1f%% of the whole traffic's); prefill near 1K: %.1f%% of the compute peak\n",
+		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.DecodeTrafficFrac, 100*rep.PrefillComputeFrac)
 }

@@ -47,6 +47,7 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
 	rep = bench.Summarize(s.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), r.mach.memReadGBs, r.mach.peakGFLOPs)
 	rep.WeightsBytes = st.BytesTotal
+	rep.SetTraffic(st.StateBytesPerToken, st.KVBytesPerPosition)
 	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
 		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {

@@ -27,6 +27,11 @@ type Result struct {
 	// ResidentBytes is the process's resident memory at the end of the decode, with the session
 	// still open (0 when Options.Resident is unset or cannot tell).
 	ResidentBytes int64 `json:"resident_bytes,omitempty"`
+	// TrafficBytesPerToken is a decode step's whole memory traffic at this length, on average over
+	// the decoded tokens: the weights, the recurrent state read and written, and the KV cache read
+	// (Report.SetTraffic); DecodeTrafficFrac is decode against that traffic's roofline.
+	TrafficBytesPerToken int64   `json:"traffic_bytes_per_token,omitempty"`
+	DecodeTrafficFrac    float64 `json:"decode_traffic_frac,omitempty"`
 	// On a GPU: the performance model's prediction for this length at the measured copy bandwidth,
 	// and the measured figures as fractions of it.
 	ModelDecodeTokS    float64 `json:"model_decode_tok_s,omitempty"`
@@ -132,6 +137,7 @@ type Report struct {
 	MemReadGBs         float64  `json:"mem_read_gbs"`              // measured streaming-read bandwidth
 	PeakGFLOPs         float64  `json:"peak_gflops"`               // measured kernel compute peak
 	DecodeRooflineFrac float64  `json:"decode_roofline_frac"`      // shortest prompt's decode vs bandwidth roofline
+	DecodeTrafficFrac  float64  `json:"decode_traffic_frac"`       // the same counting state and KV traffic (0 when unknown)
 	PrefillComputeFrac float64  `json:"prefill_compute_frac"`      // 1K prefill (or nearest) vs compute peak
 	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"` // GPU: measured blit-copy bandwidth
 	WeightsBytes       int64    `json:"weights_bytes,omitempty"`   // the mapped checkpoint tensors
@@ -166,12 +172,31 @@ func Summarize(backend string, rs []Result, bytesPerToken int64, flopsPerToken, 
 	return r
 }
 
+// SetTraffic sets each result's whole decode traffic per token: the weights (BytesPerToken), plus
+// stateBytes read and written per step, plus kvPerPosition per position of the average context a
+// decoded token attends over (the prompt and half the decoded tokens), and recomputes the fractions.
+func (r *Report) SetTraffic(stateBytes, kvPerPosition int64) {
+	for i := range r.Results {
+		x := &r.Results[i]
+		ctx := float64(x.PromptTokens) + float64(x.DecodeTokens+1)/2
+		x.TrafficBytesPerToken = r.BytesPerToken + stateBytes + int64(float64(kvPerPosition)*ctx)
+	}
+	r.SetMachine(r.MemReadGBs, r.PeakGFLOPs)
+}
+
 // SetMachine sets the machine figures the fractions are measured against and recomputes the
 // fractions: decode of the shortest prompt against the bandwidth roofline, prefill of the prompt
 // nearest 1K tokens against the compute peak (zero where a figure is missing).
 func (r *Report) SetMachine(memReadGBs, peakGFLOPs float64) {
 	r.MemReadGBs, r.PeakGFLOPs = memReadGBs, peakGFLOPs
-	r.DecodeRooflineFrac, r.PrefillComputeFrac = 0, 0
+	r.DecodeRooflineFrac, r.PrefillComputeFrac, r.DecodeTrafficFrac = 0, 0, 0
+	for i := range r.Results {
+		x := &r.Results[i]
+		x.DecodeTrafficFrac = 0
+		if memReadGBs > 0 {
+			x.DecodeTrafficFrac = x.DecodeTokS * float64(x.TrafficBytesPerToken) / (memReadGBs * 1e9)
+		}
+	}
 	if len(r.Results) == 0 {
 		return
 	}
@@ -186,6 +211,7 @@ func (r *Report) SetMachine(memReadGBs, peakGFLOPs float64) {
 	}
 	if memReadGBs > 0 {
 		r.DecodeRooflineFrac = shortest.DecodeTokS * float64(r.BytesPerToken) / (memReadGBs * 1e9)
+		r.DecodeTrafficFrac = shortest.DecodeTrafficFrac
 	}
 	if peakGFLOPs > 0 {
 		r.PrefillComputeFrac = near1K.PrefillTokS * r.FlopsPerToken / (peakGFLOPs * 1e9)

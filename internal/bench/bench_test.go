@@ -75,6 +75,34 @@ func TestSummarizeFractions(t *testing.T) {
 	if math.Abs(r.DecodeRooflineFrac-0.2) > 1e-12 || math.Abs(r.PrefillComputeFrac-0.24) > 1e-12 || r.MemReadGBs != 20 || r.PeakGFLOPs != 2000 {
 		t.Fatalf("after SetMachine: %+v", r)
 	}
+	if r.DecodeTrafficFrac != 0 {
+		t.Fatalf("traffic fraction %v before SetTraffic", r.DecodeTrafficFrac)
+	}
+}
+
+func TestSetTraffic(t *testing.T) {
+	rs := []Result{{PromptTokens: 256, DecodeTokS: 4, DecodeTokens: 63}, {PromptTokens: 8192, DecodeTokS: 2, DecodeTokens: 63}}
+	r := Summarize("x", rs, 1e9, 6e9, 10, 1000)
+	r.SetTraffic(1e8, 1e4)
+	// 256 tokens: weights 1 GB + state 0.1 GB + 1e4 B × (256 + 32) positions on average.
+	want := int64(1e9 + 1e8 + 1e4*288)
+	if got := r.Results[0].TrafficBytesPerToken; got != want {
+		t.Fatalf("traffic at 256: %d, want %d", got, want)
+	}
+	if f := r.Results[0].DecodeTrafficFrac; math.Abs(f-4*float64(want)/10e9) > 1e-12 || r.DecodeTrafficFrac != f {
+		t.Fatalf("traffic fraction %v (report %v)", f, r.DecodeTrafficFrac)
+	}
+	if got := r.Results[1].TrafficBytesPerToken; got != int64(1e9+1e8+1e4*(8192+32)) {
+		t.Fatalf("traffic at 8K: %d", got)
+	}
+	// The weights-only fraction is unchanged, and a later machine measurement rescales both.
+	if math.Abs(r.DecodeRooflineFrac-0.4) > 1e-12 {
+		t.Fatalf("decode frac %v", r.DecodeRooflineFrac)
+	}
+	r.SetMachine(20, 1000)
+	if f := r.Results[0].DecodeTrafficFrac; math.Abs(f-4*float64(want)/20e9) > 1e-12 {
+		t.Fatalf("traffic fraction %v after SetMachine", f)
+	}
 }
 
 func TestAgainstModel(t *testing.T) {

@@ -56,6 +56,11 @@ func TestRealCheckpointFigures(t *testing.T) {
 	routedAll := int64(40 * 256 * expertBytes)
 	embedTable := int64(248320 * (256*4 + 2*32*2))
 	eq(t, mlx.DecodeBytesPerToken, mlx.BytesTotal-routedAll+40*8*expertBytes-embedTable+embedTable/248320)
+	// The rest of a decode step's traffic: 30 DeltaNet layers' float32 recurrent state [32, 128, 128]
+	// and conv state [8192, 3], read and written; K and V [2, 256] per position in 10 layers.
+	eq(t, mlx.StateBytesPerToken, int64(30*2*4*(32*128*128+8192*3)))
+	eq(t, mlx.KVBytesPerPosition, int64(10*2*4*2*256))
+	eq(t, hf.StateBytesPerToken, mlx.StateBytesPerToken)
 	t.Logf("mlx: params_total %d, params_active %d, bytes_total %d, decode_bytes_per_token %d",
 		mlx.ParamsTotal, mlx.ParamsActive, mlx.BytesTotal, mlx.DecodeBytesPerToken)
 	t.Logf("hf: bytes_total %d, decode_bytes_per_token %d", hf.BytesTotal, hf.DecodeBytesPerToken)

@@ -11,6 +11,10 @@ import "sort"
 // BytesTotal is the stored size of the text-model tensors, scales and biases included.
 // DecodeBytesPerToken is what one decode step reads: all of BytesTotal except the embedding
 // table (one row of it instead; all of it when tied to lm_head) and the unselected experts.
+// StateBytesPerToken and KVBytesPerPosition are the rest of a decode step's memory traffic, for
+// float32 state as both CPU backends keep it: every Gated DeltaNet layer's recurrent state
+// [Hv, Dk, Dv] and conv state [C, K−1] read and written once, and the K and V rows of each cached
+// position read once per attention layer (a step at context n reads n of them).
 type Stats struct {
 	Layout              string      `json:"layout"`
 	Quantization        *QuantStats `json:"quantization"` // null when unquantized
@@ -21,6 +25,8 @@ type Stats struct {
 	ParamsActive        int64       `json:"params_active"`
 	BytesTotal          int64       `json:"bytes_total"`
 	DecodeBytesPerToken int64       `json:"decode_bytes_per_token"`
+	StateBytesPerToken  int64       `json:"state_bytes_per_token"`
+	KVBytesPerPosition  int64       `json:"kv_bytes_per_position"`
 	Layers              int         `json:"layers"`
 	LinearAttention     int         `json:"linear_attention_layers"`
 	FullAttention       int         `json:"full_attention_layers"`
@@ -108,6 +114,9 @@ func computeStats(w *Weights, l *loader) Stats {
 		s.ParamsActive -= w.Embed.logicalParams()
 	}
 	s.DecodeBytesPerToken = s.BytesTotal - routedBytes + routedBytes/E*k
+	state := c.LinearNumValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim + c.ConvDim()*(c.LinearConvKernel-1)
+	s.StateBytesPerToken = 2 * 4 * int64(s.LinearAttention) * int64(state)
+	s.KVBytesPerPosition = 2 * 4 * int64(s.FullAttention) * int64(c.NumKVHeads*c.HeadDim)
 	if !tied {
 		s.DecodeBytesPerToken -= embedBytes - embedBytes/int64(c.VocabSize)
 	} else {
