@@ -205,3 +205,25 @@ func (o vecOps) axpy(a float32, x, y []float32) {
 	}
 	axpy(a, x, y)
 }
+
+// scoreTile: s[i·n+j] = q[i·d : (i+1)·d] · keys[j·ks : j·ks+d] for i < m, j < n.
+func (o vecOps) scoreTile(s, q []float32, m, d int, keys []float32, ks, n int) {
+	if o.k != nil {
+		o.k.ScoreTile(s, q, m, d, keys, ks, n)
+		return
+	}
+	for i := range m {
+		o.dots(s[i*n:(i+1)*n], q[i*d:(i+1)*d], keys, ks)
+	}
+}
+
+// accumTile: out[i·d : (i+1)·d] += Σ_j p[i·n+j]·v[j·vs : j·vs+d] for i < m.
+func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float32, vs int) {
+	if o.k != nil {
+		o.k.AccumTile(out, m, d, p, n, v, vs)
+		return
+	}
+	for i := range m {
+		o.axpyRows(out[i*d:(i+1)*d], p[i*n:(i+1)*n], v, vs)
+	}
+}

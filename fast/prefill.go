@@ -2,7 +2,6 @@ package fast
 
 import (
 	"context"
-	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
@@ -206,40 +205,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 		copy(s.vc[li][pos*kw:(pos+1)*kw], vv[i*kw:(i+1)*kw])
 	}
 	ao := make([]float32, t*qw)
-	kc, vc := s.kc[li], s.vc[li]
-	rep := hq / hkv
-	// One work unit is one (token, KV head): every query head that shares the KV head reads the
-	// keys and values in blocks of attnSplit rows (GQA: a block stays in cache for the group's
-	// heads); mx and sum are those heads' running max and sum.
-	m.run.Run(hkv*t, func(lo, hi int) {
-		mx := make([]float32, rep)
-		sum := make([]float64, rep)
-		sc := make([]float32, attnSplit)
-		for u := lo; u < hi; u++ {
-			i, kvh := u/hkv, u%hkv
-			base := i*qw + kvh*rep*hd
-			for j := range rep {
-				mx[j], sum[j] = float32(math.Inf(-1)), 0
-			}
-			clear(ao[base : base+rep*hd])
-			n := s.pos + i + 1
-			for p0 := 0; p0 < n; p0 += attnSplit {
-				p1 := min(n, p0+attnSplit)
-				kr := kc[p0*kw+kvh*hd : p1*kw]
-				vr := vc[p0*kw+kvh*hd : p1*kw]
-				for j := range rep {
-					m.ops.attendBlock(qh[base+j*hd:base+(j+1)*hd], kr, vr, kw, sc[:p1-p0], ao[base+j*hd:base+(j+1)*hd], &mx[j], &sum[j])
-				}
-			}
-			for j := range rep {
-				acc := ao[base+j*hd : base+(j+1)*hd]
-				g := gate[base+j*hd : base+(j+1)*hd]
-				for x := range acc {
-					acc[x] = float32(float64(acc[x])/sum[j]) * sigmoid(g[x])
-				}
-			}
-		}
-	})
+	s.attendPrefill(li, qh, gate, t, ao)
 	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
 }
 

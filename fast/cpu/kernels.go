@@ -23,6 +23,8 @@ type impl struct {
 	dots               func(out, q, rows []float32, stride int)
 	expShift           func(x []float32, m float32) float64
 	axpyRows           func(acc, p, rows []float32, stride int)
+	scoreTile          func(s, q []float32, m, d int, keys []float32, ks, n int)
+	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
 }
 
 func portableImpl() impl {
@@ -31,6 +33,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmKernel{run: qmmRowsPortable, rows: qmmRowBlock, scratch: qmmScratchRows},
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
+		scoreTile: scoreTilePortable, accumTile: accumTilePortable,
 	}
 }
 

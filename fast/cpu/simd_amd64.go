@@ -45,6 +45,8 @@ func simdImpl(only256 bool) impl {
 		dots:      dotsSIMD,
 		expShift:  expShiftSIMD,
 		axpyRows:  axpyRowsSIMD,
+		scoreTile: scoreTileSIMD,
+		accumTile: accumTileSIMD,
 	}
 }
 

@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestAttentionTilesMatchFloat64: ScoreTile and AccumTile on every variant against float64 sums,
+// on tile shapes around the SIMD tiles (2×4 scores, 4 rows × 32 dimensions) and their leftovers,
+// key counts past AccumTile's pass length, head sizes the SIMD paths take and ones they hand to
+// the per-row helpers, and rows at a stride wider than the head (the KV cache's rows hold every KV
+// head of a position). Budget: opsTol of the summed magnitudes, as for Dots and AxpyRows.
+func TestAttentionTilesMatchFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	ks := variants(p)
+	rapid.Check(t, func(t *rapid.T) {
+		d := rapid.SampledFrom([]int{3, 16, 32, 48, 256}).Draw(t, "d")
+		m := rapid.IntRange(1, 11).Draw(t, "m")
+		n := rapid.OneOf(rapid.IntRange(1, 13), rapid.Just(maxTileKeys+5)).Draw(t, "n")
+		stride := d + rapid.SampledFrom([]int{0, 5, d}).Draw(t, "extra")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 12))
+		f := func(k int) []float32 {
+			x := make([]float32, k)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			return x
+		}
+		q, rows, pw, o0 := f(m*d), f((n-1)*stride+d), f(m*n), f(m*d)
+		for name, k := range ks {
+			s := make([]float32, m*n)
+			k.ScoreTile(s, q, m, d, rows, stride, n)
+			for i := range m {
+				for j := range n {
+					var want, mass float64
+					for x := range d {
+						v := float64(q[i*d+x]) * float64(rows[j*stride+x])
+						want, mass = want+v, mass+math.Abs(v)
+					}
+					if !near(float64(s[i*n+j]), want, mass) {
+						t.Fatalf("%s ScoreTile m %d d %d n %d (%d, %d): %g, want %g", name, m, d, n, i, j, s[i*n+j], want)
+					}
+				}
+			}
+			o := append([]float32(nil), o0...)
+			k.AccumTile(o, m, d, pw, n, rows, stride)
+			for i := range m {
+				for x := range d {
+					want, mass := float64(o0[i*d+x]), math.Abs(float64(o0[i*d+x]))
+					for j := range n {
+						v := float64(pw[i*n+j]) * float64(rows[j*stride+x])
+						want, mass = want+v, mass+math.Abs(v)
+					}
+					if !near(float64(o[i*d+x]), want, mass) {
+						t.Fatalf("%s AccumTile m %d d %d n %d (%d, %d): %g, want %g", name, m, d, n, i, x, o[i*d+x], want)
+					}
+				}
+			}
+		}
+	})
+}
