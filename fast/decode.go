@@ -17,7 +17,8 @@ type decodeBufs struct {
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query (scaled), gate, output
 	part            []float32 // attention split partials: [Hq, splits, D+2]
-	scores          []float32 // attention: [Hkv*splits, attnSub] score sub-blocks
+	scores          []float32 // attention: [Hq*splits, attnSub] score sub-blocks
+	aout            []float32 // attention: [Hq*splits, D] the units' unnormalised outputs
 	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
 	asum            []float64 // attention: [Hq*splits] running sum
 	rl              []float32 // router logits [E]

@@ -39,7 +39,8 @@ type attnArgs struct {
 	n, splits   int
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
-	scores      []float32 // [Hkv*splits, attnSub] one sub-block of scores per unit
+	scores      []float32 // [Hkv*splits, Hq/Hkv, attnSub] one sub-block of scores per unit
+	out         []float32 // [Hkv*splits, Hq/Hkv, D] each unit's unnormalised outputs
 	mx          []float32 // [Hkv*splits, Hq/Hkv] running max of each unit's heads
 	sum         []float64 // [Hkv*splits, Hq/Hkv] running sum
 }
@@ -55,14 +56,17 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 		b.part = make([]float32, need)
 	}
 	p := b.part[:hq*splits*stride]
-	if need := hkv * splits * attnSub; cap(b.scores) < need {
+	if need := hq * splits * attnSub; cap(b.scores) < need {
 		b.scores = make([]float32, need)
+	}
+	if need := hq * splits * hd; cap(b.aout) < need {
+		b.aout = make([]float32, need)
 	}
 	if cap(b.amx) < hq*splits {
 		b.amx, b.asum = make([]float32, hq*splits), make([]float64, hq*splits)
 	}
 	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
-		scores: b.scores[:hkv*splits*attnSub], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
+		scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
 	s.m.run.Run(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
@@ -88,9 +92,10 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 
 // attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
-// sub-blocks of attnSub keys, each head in turn (vecOps.attendBlock: scores, exponentials against
-// the running maximum, weighted value rows) while the sub-block's keys and values are in cache.
-// Head h's result goes to part as (Σ e^{s-m} v, m, Σ e^{s-m}).
+// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTile, each key row
+// loaded once for two heads), each head's running softmax (foldScores), the weighted values
+// (AccumTile, each value row loaded once for four heads). Head h's result goes to part as
+// (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(lo, hi int) {
 	a := &s.att
 	ops := s.m.ops
@@ -100,24 +105,26 @@ func (s *Session) attendUnits(lo, hi int) {
 		kvh, sp := u/a.splits, u%a.splits
 		t0, t1 := sp*attnSplit, min(a.n, (sp+1)*attnSplit)
 		kr, vr := a.k[t0*w+kvh*hd:t1*w], a.v[t0*w+kvh*hd:t1*w]
-		sc := a.scores[u*attnSub : (u+1)*attnSub]
+		sc := a.scores[u*rep*attnSub : (u+1)*rep*attnSub]
+		ob := a.out[u*rep*hd : (u+1)*rep*hd]
+		qs := a.q[kvh*rep*hd : (kvh+1)*rep*hd]
 		mx, sum := a.mx[u*rep:(u+1)*rep], a.sum[u*rep:(u+1)*rep]
+		clear(ob)
 		for j := range rep {
-			i := ((kvh*rep+j)*a.splits + sp) * stride
-			clear(a.part[i : i+hd])
 			mx[j], sum[j] = float32(math.Inf(-1)), 0
 		}
 		for b0 := 0; b0 < t1-t0; b0 += attnSub {
-			b1 := min(t1-t0, b0+attnSub)
-			kb, vb := kr[b0*w:], vr[b0*w:]
+			nb := min(t1-t0, b0+attnSub) - b0
+			st := sc[:rep*nb]
+			ops.scoreTile(st, qs, rep, hd, kr[b0*w:], w, nb)
 			for j := range rep {
-				h := kvh*rep + j
-				i := (h*a.splits + sp) * stride
-				ops.attendBlock(a.q[h*hd:(h+1)*hd], kb, vb, w, sc[:b1-b0], a.part[i:i+hd], &mx[j], &sum[j])
+				ops.foldScores(st[j*nb:(j+1)*nb], ob[j*hd:(j+1)*hd], &mx[j], &sum[j])
 			}
+			ops.accumTile(ob, rep, hd, st, nb, vr[b0*w:], w)
 		}
 		for j := range rep {
 			i := ((kvh*rep+j)*a.splits + sp) * stride
+			copy(a.part[i:i+hd], ob[j*hd:(j+1)*hd])
 			a.part[i+hd], a.part[i+hd+1] = mx[j], float32(sum[j])
 		}
 	}

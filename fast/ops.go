@@ -140,12 +140,11 @@ func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
 	}
 }
 
-// attendBlock folds a block of cached keys into one query head's running softmax-weighted sum:
-// scores = q·k (q already scaled by D^-1/2) for the block's rows into sc; when the block holds a
-// new maximum, acc and sum are rescaled to it; then sum += Σ e^{score−mx} and
-// acc += Σ e^{score−mx}·v. q, acc: [D]; kr, vr: the block's rows at stride w; sc: [rows].
-func (o vecOps) attendBlock(q, kr, vr []float32, w int, sc, acc []float32, mx *float32, sum *float64) {
-	o.dots(sc, q, kr, w)
+// foldScores folds one query row's scores for a block of keys into its running softmax: when the
+// block holds a new maximum, the row's output acc and sum are rescaled to it; then the scores
+// become e^{score−mx} in place (the weights of the block's values) and sum grows by their total.
+// sc: [keys]; acc: [D].
+func (o vecOps) foldScores(sc, acc []float32, mx *float32, sum *float64) {
 	bm := sc[0]
 	for _, e := range sc {
 		bm = max(bm, e)
@@ -159,7 +158,6 @@ func (o vecOps) attendBlock(q, kr, vr []float32, w int, sc, acc []float32, mx *f
 		*mx = bm
 	}
 	*sum += o.expShift(sc, *mx)
-	o.axpyRows(acc, sc, vr, w)
 }
 
 // dots: out[t] = q·rows[t·stride : t·stride+len(q)] for t < len(out).

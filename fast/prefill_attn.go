@@ -56,20 +56,7 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32)
 						clear(row)
 						continue
 					}
-					bm := row[0]
-					for _, e := range row[:valid] {
-						bm = max(bm, e)
-					}
-					if bm > mx[r] {
-						f := float32(math.Exp(float64(mx[r] - bm)))
-						sum[r] *= float64(f)
-						o := ob[r*hd : (r+1)*hd]
-						for x := range o {
-							o[x] *= f
-						}
-						mx[r] = bm
-					}
-					sum[r] += m.ops.expShift(row[:valid], mx[r])
+					m.ops.foldScores(row[:valid], ob[r*hd:(r+1)*hd], &mx[r], &sum[r])
 					clear(row[valid:])
 				}
 				m.ops.accumTile(ob, nr, hd, st, nb, vc[p0*kw+kvh*hd:], kw)
