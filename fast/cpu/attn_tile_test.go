@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -62,4 +63,40 @@ func TestAttentionTilesMatchFloat64(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkAttentionBlock is one block of attention for the query heads that share a KV head, the
+// real sizes (8 heads, D = 256, keys at the KV cache's stride of 2 KV heads): "per_head" is the
+// per-query helpers (Dots, then AxpyRows, head by head), "tiles" is ScoreTile and AccumTile for all
+// eight at once, with rows = 8 (a decode step) and rows = 64 (8 prompt positions in prefill).
+// GFLOP/s counts 4·rows·keys·D per call (the two products); the softmax between them is left out.
+func BenchmarkAttentionBlock(b *testing.B) {
+	const d, stride = 256, 512
+	p := NewPool(1)
+	defer p.Close()
+	k := New(p)
+	r := newRand(3)
+	for _, rows := range []int{8, 64} {
+		for _, keys := range []int{64} {
+			q, kv, o := randVec(r, rows*d), randVec(r, keys*stride), make([]float32, rows*d)
+			s := randVec(r, rows*keys)
+			flops := 4.0 * float64(rows*keys*d)
+			b.Run(fmt.Sprintf("rows%d/keys%d/per_head", rows, keys), func(b *testing.B) {
+				for b.Loop() {
+					for i := range rows {
+						k.Dots(s[i*keys:(i+1)*keys], q[i*d:(i+1)*d], kv, stride)
+						k.AxpyRows(o[i*d:(i+1)*d], s[i*keys:(i+1)*keys], kv, stride)
+					}
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			b.Run(fmt.Sprintf("rows%d/keys%d/tiles", rows, keys), func(b *testing.B) {
+				for b.Loop() {
+					k.ScoreTile(s, q, rows, d, kv, stride, keys)
+					k.AccumTile(o, rows, d, s, keys, kv, stride)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
 }
