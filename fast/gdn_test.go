@@ -4,15 +4,32 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lily-engine/lily/fast/cpu"
 )
 
 // chunkVsStepTol: the chunked and recurrent forms differ only in float32 summation order; over a
 // few hundred tokens with unit-norm keys the state stays O(1) and rounding stays near 1e-5.
 const chunkVsStepTol = 2e-4
 
+// It runs on the plain loops with small heads, and on the cpu kernels with heads of 32 (the SIMD
+// tiles' shapes) under both mild decays and strong ones (up to −8 per token: a chunk's e^{Γ}
+// reaches far below float32's normal range, the case flushTiny zeroes).
 func TestGDNChunkedEqualsRecurrent(t *testing.T) {
+	pool := cpu.NewPool(1)
+	defer pool.Close()
+	for _, c := range []struct {
+		ops    vecOps
+		dk, dv int
+		decay  float64
+	}{{vecOps{}, 16, 8, 0.5}, {vecOps{}, 16, 8, 8}, {vecOps{cpu.New(pool)}, 32, 32, 0.5}, {vecOps{cpu.New(pool)}, 32, 32, 8}} {
+		testChunkedEqualsRecurrent(t, c.ops, c.dk, c.dv, c.decay)
+	}
+}
+
+func testChunkedEqualsRecurrent(t *testing.T, ops vecOps, dk, dv int, decay float64) {
 	for _, T := range []int{1, 5, 63, 64, 65, 130} {
-		d := &gdnDims{hk: 2, hv: 4, dk: 16, dv: 8, k: 4, eps: 1e-6}
+		d := &gdnDims{hk: 2, hv: 4, dk: dk, dv: dv, k: 4, eps: 1e-6}
 		rng := rand.New(rand.NewPCG(uint64(T), 1))
 		qkW := 2 * d.hk * d.dk
 		qk := make([]float32, T*qkW)
@@ -36,7 +53,7 @@ func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 			}
 		}
 		for i := range g {
-			g[i] = -float32(rng.Float64()) * 0.5
+			g[i] = -float32(rng.Float64() * decay)
 			beta[i] = float32(rng.Float64())
 		}
 		init := make([]float32, d.hv*d.dk*d.dv)
@@ -55,12 +72,12 @@ func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 		for h := range scr {
 			scr[h] = newGDNScratch(d.dk, d.dv)
 		}
-		gdnChunked(vecOps{}, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
+		gdnChunked(ops, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
-			t.Fatalf("T=%d: outputs differ by %g", T, e)
+			t.Fatalf("dk %d decay %g T=%d: outputs differ by %g", dk, decay, T, e)
 		}
 		if e := maxAbsDiff(s1, s2); e > chunkVsStepTol {
-			t.Fatalf("T=%d: states differ by %g", T, e)
+			t.Fatalf("dk %d decay %g T=%d: states differ by %g", dk, decay, T, e)
 		}
 	}
 }
