@@ -8,8 +8,10 @@ import (
 
 // prefillChunk is how many prompt tokens one pass of the prefill plan processes: large enough
 // that each dequantized weight row is reused across many tokens, small enough that the
-// activations of a chunk stay in tens of MB at the real dimensions.
-const prefillChunk = 512
+// activations of a chunk stay in tens of MB at the real dimensions. At 1,024 an expert sees 32
+// tokens on average (8 of 256 experts per token), against 16 at 512: 4-layer synth prefill at 1K
+// and 4K +3–7%, resident memory at 8K on 8 layers 0.29 → 0.31 GB over the weights.
+const prefillChunk = 1024
 
 // logitRows is how many positions share one pass over lm_head when every position's logits are
 // wanted (prompt scoring).
