@@ -12,7 +12,7 @@ import (
 type decodeBufs struct {
 	h, a, r         []float32 // [H] residual, normed input, mixer/MoE output
 	qkv, u, z, o, y []float32 // GDN: [C] pre-conv, [C] post-conv, [Hv*Dv] gate, core out, normed out
-	acc             []float32 // GDN: [Hv*Dv] the step's output accumulator
+	acc             []float32 // GDN: [Hv*(Dk+Dv)] the step's scratch: decayed k and delta per head
 	bb, aa, g, beta []float32 // GDN: [Hv]
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query (scaled), gate, output
@@ -42,7 +42,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 	f := func(n int) []float32 { return make([]float32, n) }
 	b := &decodeBufs{
 		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
-		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * d.dv), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
+		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * (d.dk + d.dv)), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
 		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),

@@ -90,7 +90,7 @@ func l2normScale(x []float32, eps, s float32) {
 // gdnStep is one token of the gated delta rule for value heads [lo, hi), fused: q/k L2 norm
 // (done once per key head by the caller), decay, delta update and output with the updated state.
 // qk: [2*Hk*Dk] normalised q (scaled by Dk^-1/2) then k; v: [Hv*Dv]; g, beta: [Hv];
-// state: [Hv, Dk, Dv] fp32; out: [Hv*Dv]; scr: [Hv*Dv] scratch.
+// state: [Hv, Dk, Dv] fp32; out: [Hv*Dv]; scr: [Hv*(Dk+Dv)] scratch.
 func gdnStep(ops vecOps, d *gdnDims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
 	dk, dv := d.dk, d.dv
 	rep := d.hv / d.hk
@@ -103,26 +103,19 @@ func gdnStep(ops vecOps, d *gdnDims, qk, v, g, beta, state, out, scr []float32, 
 		decay := float32(math.Exp(float64(g[h])))
 		o := out[h*dv : h*dv+dv]
 		vh := v[h*dv : h*dv+dv]
-		// kv = Sᵀk after decay, so delta = beta*(v - decay*Sᵀk).
-		for j := range o {
-			o[j] = 0
+		// kv = Sᵀk after decay, so delta = beta*(v - decay*Sᵀk): one pass reading S.
+		kd, delta := scr[h*(dk+dv):h*(dk+dv)+dk], scr[h*(dk+dv)+dk:(h+1)*(dk+dv)]
+		for i, e := range k {
+			kd[i] = e * decay
 		}
-		for i := 0; i < dk; i++ {
-			ops.axpy(k[i]*decay, s[i*dv:i*dv+dv], o)
-		}
+		clear(delta)
+		ops.axpyRows(delta, kd, s, dv)
 		bh := beta[h]
-		for j := range o {
-			o[j] = bh * (vh[j] - o[j]) // o now holds delta
+		for j := range delta {
+			delta[j] = bh * (vh[j] - delta[j])
 		}
 		// S = decay*S + k ⊗ delta; out = Sᵀq, accumulated in the same pass.
-		a := scr[h*dv : h*dv+dv]
-		clear(a)
-		for i := 0; i < dk; i++ {
-			row := s[i*dv : i*dv+dv]
-			ops.scaleAxpy(row, decay, k[i], o)
-			ops.axpy(q[i], row, a)
-		}
-		copy(o, a)
+		ops.deltaUpdate(s, decay, k, q, delta, o)
 	}
 }
 

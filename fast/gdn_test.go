@@ -66,7 +66,7 @@ func testChunkedEqualsRecurrent(t *testing.T, ops vecOps, dk, dv int, decay floa
 		o2 := make([]float32, T*d.hv*d.dv)
 		for i := 0; i < T; i++ {
 			gdnStep(vecOps{}, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
-				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*d.dv), 0, d.hv)
+				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*(d.dk+d.dv)), 0, d.hv)
 		}
 		scr := make([]*gdnScratch, d.hv)
 		for h := range scr {

@@ -225,3 +225,21 @@ func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float
 		o.axpyRows(out[i*d:(i+1)*d], p[i*n:(i+1)*n], v, vs)
 	}
 }
+
+// deltaUpdate: S_i = decay·S_i + k_i·delta for every row of s: [len(k), len(out)], and
+// out = Σ_i q_i·S_i from the new rows (delta and out must not overlap).
+func (o vecOps) deltaUpdate(s []float32, decay float32, k, q, delta, out []float32) {
+	if o.k != nil {
+		o.k.DeltaUpdate(s, decay, k, q, delta, out)
+		return
+	}
+	dv := len(out)
+	clear(out)
+	for i, ki := range k {
+		row := s[i*dv : (i+1)*dv]
+		for j, d := range delta {
+			row[j] = decay*row[j] + ki*d
+		}
+		axpy(q[i], row, out)
+	}
+}

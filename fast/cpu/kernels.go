@@ -25,6 +25,7 @@ type impl struct {
 	axpyRows           func(acc, p, rows []float32, stride int)
 	scoreTile          func(s, q []float32, m, d int, keys []float32, ks, n int)
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
+	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
 }
 
 func portableImpl() impl {
@@ -33,7 +34,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmKernel{run: qmmRowsPortable, rows: qmmRowBlock, scratch: qmmScratchRows},
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
-		scoreTile: scoreTilePortable, accumTile: accumTilePortable,
+		scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 	}
 }
 
