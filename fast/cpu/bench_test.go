@@ -229,7 +229,8 @@ func BenchmarkReadBandwidth(b *testing.B) {
 
 // BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix, and
 // a chunk of 512 token rows against a dense projection, reported in GFLOP/s (2·T·Out·In per call).
-// "simd" is New's kernel choice, "simdRows" the 256-bit-tile row-block kernel forced for every T
+// "simd" is New's kernel choice, "simd256" the 256-bit kernels only, "simdRows" the row-block kernel
+// forced for every T
 // (the only one before the AVX-512 panel kernel took over X past qmmLargeX).
 func BenchmarkQMatMat(b *testing.B) {
 	for _, sh := range []struct {
@@ -238,8 +239,8 @@ func BenchmarkQMatMat(b *testing.B) {
 		ts            []int
 		impls         []string
 	}{
-		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "portable"}},
-		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "portable"}},
+		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "simd256", "portable"}},
+		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "simd256", "portable"}},
 		{"q4_2048x2048_dense", 4, 2048, 2048, []int{512}, []string{"simd", "simdRows"}},
 	} {
 		for _, t := range sh.ts {
@@ -254,6 +255,9 @@ func BenchmarkQMatMat(b *testing.B) {
 						}
 						if impl == "simdRows" {
 							k.largeX = math.MaxInt
+						}
+						if impl == "simd256" { // the 256-bit kernels only (the row-block tile4x2)
+							k = newKernels(p, simdImpl(true), true)
 						}
 					}
 					r := rand.New(rand.NewPCG(3, 3))

@@ -25,7 +25,9 @@ func simdImpl(only256 bool) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
 	var large qmmKernel
+	rows := qmmRowsSIMD
 	if archsimd.X86.AVX512() && !only256 {
+		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
 		large = qmmKernel{run: qmmPanelsSIMD512, rows: qmmPanel, scratch: qmmScratch512, packLen: qmmPackLen512, pack: qmmPack512}
@@ -38,7 +40,7 @@ func simdImpl(only256 bool) impl {
 		axpy:        axpy,
 		scaleAxpy:   scaleAxpy,
 		bf16mv:      bf16RowsSIMD,
-		qmm:         qmmKernel{run: qmmRowsSIMD, rows: qmmRowBlock, scratch: qmmScratchRows, packLen: qmmPermLen, pack: qmmPermute},
+		qmm:         qmmKernel{run: rows, rows: qmmRowBlock, scratch: qmmScratchRows, packLen: qmmPermLen, pack: qmmPermute},
 		qmmLarge:    large,
 		readSum:     readSumSIMD,
 		siluMul:     siluMulSIMD,
