@@ -7,8 +7,9 @@ import (
 	"unsafe"
 )
 
-// groupTable holds one row's per-group scales (row 0) and biases (row 1) as float32, padded for bcast.
-type groupTable [2][MaxIn/GroupSize + 4]float32
+// groupTable holds one row's per-group scales (row 0) and biases (row 1) as float32, padded for
+// bcast and for dequantRow4x512's 16-wide load at the last pair.
+type groupTable [2][MaxIn/GroupSize + 16]float32
 
 // dequantRowSIMD writes row o of m dequantized (scale·q + bias, float32) into dst in unpack order
 // (permute4/permute8 order within each group). The scalar scale conversion runs first, in clean
@@ -49,29 +50,79 @@ func dequantRowSIMD(dst []float32, m *QMat, o int, tb *groupTable) {
 	}
 }
 
+// dequantRow4x512 is dequantRowSIMD for a 4-bit row with 512-bit vectors, a pair of groups per
+// 64-byte load as in qmv4Row512: nibble k of each word is looked up in the table 0…15 (VPERMPS
+// reads the low 4 bits of the word shifted down by 4k), then one FMA with the pair's scales and
+// biases (each spread over its group's 8 lanes) gives both groups' 8 values for that k, stored as
+// two 8-lane halves at their places in the unpack order. An odd last group runs dequantRowSIMD's
+// 256-bit loop.
+func dequantRow4x512(dst []float32, m *QMat, o int, tb *groupTable, pc *perm512) {
+	groups, rb := m.Groups(), m.RowBytes()
+	archsimd.ClearAVXUpperBits()
+	for g := range groups {
+		tb[0][g] = BF16(m.Scales[o*groups+g])
+		tb[1][g] = BF16(m.Biases[o*groups+g])
+	}
+	row := unsafe.Pointer(unsafe.SliceData(m.W[o*rb : (o+1)*rb]))
+	pd := unsafe.Pointer(unsafe.SliceData(dst[:m.In]))
+	tbl, pair := archsimd.LoadFloat32x16(&pc.tbl), archsimd.LoadUint32x16(&pc.pair)
+	c4 := archsimd.BroadcastUint32x16(4)
+	g := 0
+	for ; g+2 <= groups; g += 2 {
+		s := f32x16(unsafe.Pointer(&tb[0][g])).Permute(pair)
+		b := f32x16(unsafe.Pointer(&tb[1][g])).Permute(pair)
+		q := archsimd.LoadUint32x16((*[16]uint32)(unsafe.Add(row, g*32)))
+		d0 := unsafe.Add(pd, 4*g*GroupSize)
+		d1 := unsafe.Add(d0, 4*GroupSize)
+		for k := range 8 {
+			v := tbl.Permute(q).MulAdd(s, b)
+			v.GetLo().Store((*[8]float32)(unsafe.Add(d0, 32*k)))
+			v.GetHi().Store((*[8]float32)(unsafe.Add(d1, 32*k)))
+			q = q.ShiftRight(c4)
+		}
+	}
+	if g < groups {
+		mask, c4 := archsimd.BroadcastUint32x8(0xF), archsimd.BroadcastUint32x8(4)
+		s, b := bcast(unsafe.Pointer(&tb[0][g])), bcast(unsafe.Pointer(&tb[1][g]))
+		q := archsimd.LoadUint32x8((*[8]uint32)(unsafe.Add(row, g*32)))
+		d := unsafe.Add(pd, 4*g*GroupSize)
+		for k := range 8 {
+			q.And(mask).AsInt32x8().ConvertToFloat32().MulAdd(s, b).Store((*[8]float32)(unsafe.Add(d, 32*k)))
+			q = q.ShiftRight(c4)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
 // qmmRowsSIMD computes rows [lo, hi) of Y: [T, Out] = X: [T, In] · Wᵀ, X in unpack order.
 // Thread mapping: one worker per range of 4-row blocks. Per block: dequantize the 4 rows into buf
 // (4 × In float32, L1/L2-resident), then a 4-row × 2-token register tile (8 accumulators, 6 loads
 // per 8 FMAs) runs over In for each pair of tokens; the 8 sums leave as one vector.
 func qmmRowsSIMD(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int) {
-	qmmRowBlocks(y, m, x, t, buf, lo, hi, tile4x2)
+	qmmRowBlocks(y, m, x, t, buf, lo, hi, tile4x2, false)
 }
 
-// qmmRowsSIMD512 is qmmRowsSIMD with the 512-bit register tile (tile4x2x512).
+// qmmRowsSIMD512 is qmmRowsSIMD with the 512-bit register tile (tile4x2x512) and, for 4-bit
+// matrices, the 512-bit dequantization (dequantRow4x512).
 func qmmRowsSIMD512(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int) {
-	qmmRowBlocks(y, m, x, t, buf, lo, hi, tile4x2x512)
+	qmmRowBlocks(y, m, x, t, buf, lo, hi, tile4x2x512, true)
 }
 
 // qmmRowBlocks is the row-block mat-mat with the given 4-row × 2-token tile.
 func qmmRowBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int,
-	tile func(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float32)) {
+	tile func(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float32), wide bool) {
 	in, out := m.In, m.Out
 	px := unsafe.Pointer(unsafe.SliceData(x))
 	var tb groupTable
+	pc := newPerm512()
 	for o0 := lo; o0 < hi; o0 += qmmRowBlock {
 		n := min(qmmRowBlock, hi-o0)
 		for j := range n {
-			dequantRowSIMD(buf[j*in:(j+1)*in], m, o0+j, &tb)
+			if wide && m.Bits == 4 {
+				dequantRow4x512(buf[j*in:(j+1)*in], m, o0+j, &tb, &pc)
+			} else {
+				dequantRowSIMD(buf[j*in:(j+1)*in], m, o0+j, &tb)
+			}
 		}
 		tt := 0
 		if n == qmmRowBlock {
