@@ -229,9 +229,8 @@ func BenchmarkReadBandwidth(b *testing.B) {
 
 // BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix, and
 // a chunk of 512 token rows against a dense projection, reported in GFLOP/s (2·T·Out·In per call).
-// "simd" is New's kernel choice, "simd256" the 256-bit kernels only, "simdRows" the row-block kernel
-// forced for every T
-// (the only one before the AVX-512 panel kernel took over X past qmmLargeX).
+// "simd" is New's kernel choice, "simd256" the 256-bit kernels only, "simdRows" all 512 tokens in
+// one pass (no token blocks past qmmLargeX).
 func BenchmarkQMatMat(b *testing.B) {
 	for _, sh := range []struct {
 		name          string

@@ -64,11 +64,9 @@ func variants(p *Pool) map[string]*Kernels {
 	if k := New(p); k.SIMD() {
 		v["simd"] = k
 		v["simd256"] = newKernels(p, simdImpl(true), true) // the same as "simd" without AVX-512
-		if k.f.qmmLarge.run != nil {
-			kl := newKernels(p, simdImpl(false), true)
-			kl.largeX = 0 // every mat-mat through the large-X kernel
-			v["simdLarge"] = kl
-		}
+		kl := newKernels(p, simdImpl(false), true)
+		kl.largeX, kl.tokenBlock = 0, 3 // every mat-mat of more than 3 tokens in 3-token blocks
+		v["simdBlocks"] = kl
 	}
 	return v
 }

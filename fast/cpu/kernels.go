@@ -17,7 +17,6 @@ type impl struct {
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmKernel
-	qmmLarge           qmmKernel // for T·In ≥ qmmLargeX where set (run non-nil)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -53,7 +52,8 @@ type Kernels struct {
 	buf   [][]float32 // per-worker scratch of the mat-mat (qmmKernel.scratch)
 	xperm []float32   // the mat-mat's X as its kernel reads it (qmmKernel.pack)
 
-	largeX int // T·In from which QMatMat uses f.qmmLarge: qmmLargeX (tests lower it)
+	largeX     int // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
+	tokenBlock int // their token count: qmmTokenBlock (tests change it)
 }
 
 // New returns kernels on p, using the archsimd versions when the binary was built with
@@ -69,7 +69,7 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock}
 	return k
 }
 

@@ -68,9 +68,9 @@ func readSumPortable(x []uint64) uint64 {
 // prefill roofline's compute side. The problems: a 4-bit [64, 2048] matrix (160 KB with scales and
 // biases) against 32 token rows (256 KB), small enough for each core's L2 (the row-block kernel);
 // an expert-sized [512, 2048] one against 64 rows (the row-block kernel's best case: 167 GFLOP/s
-// with its 512-bit tile, against 106 for the other two); and a [512, 2048] one against 512 rows,
-// past the size from which QMatMat switches to its panel kernel where it has one; prefill runs all
-// three. It allocates its inputs.
+// with its 512-bit tile, against 106 for the other two when the panel kernel still ran large X);
+// and a [512, 2048] one against 512 rows, past qmmLargeX (token blocks); prefill runs all three.
+// It allocates its inputs.
 func MeasurePeakFLOPs(k *Kernels, d time.Duration) float64 {
 	peakShapes := [...]struct{ out, in, t int }{{64, 2048, 32}, {512, 2048, 64}, {512, 2048, 512}}
 	best := 0.0

@@ -19,12 +19,18 @@ type qmmKernel struct {
 }
 
 // qmmLargeX is the default size of X (T·In elements, 2 MB of float32: a core's L2) from which
-// QMatMat uses the impl's qmmLarge kernel where it has one. The row-block kernels re-read every
-// token row for each block of 4 rows, which then comes from L3; the AVX-512 panel kernel reads X
-// in L1-sized chunks 32 rows at a time. Below it the two are within noise of each other or the
-// row-block kernel is ahead (it has less to set up per block); measured on 1 worker, 4-bit:
-// [512, 2048] T 192 (X 1.5 MB) 59 vs 60 GFLOP/s, T 64 61 vs 54; [1024, 4096] T 512 43 vs 60.
+// QMatMat runs in blocks of qmmTokenBlock tokens. The row-block kernels re-read every token row
+// for each block of 4 weight rows, which past L2 comes from L3; in blocks of 64 tokens X stays in
+// L2 and each weight row is dequantized once per block, as for an expert that 64 tokens chose.
+// BenchmarkQMatMat/q4_2048x2048_dense/T512, two workers: 154–158 GFLOP/s in token blocks with the
+// 512-bit tile, against 87 for the same kernel over all 512 tokens at once and 111–119 for the
+// AVX-512 panel kernel (dequantized 32-row panels times 6-token register tiles) that this replaced:
+// its broadcasts and the compiler's register shuffling around the 213-form FMA held it to ~55
+// GFLOP/s per core.
 const qmmLargeX = 1 << 19
+
+// qmmTokenBlock is the token count of one block of a large-X QMatMat (Kernels.tokenBlock).
+const qmmTokenBlock = 64
 
 // qmmScratchRows is the scratch of the row-block kernels: qmmRowBlock dequantized rows.
 func qmmScratchRows(_, in int) int { return qmmRowBlock * in }
@@ -59,10 +65,10 @@ func (t *qmmTask) Do(w, lo, hi int) {
 }
 
 // QMatMat computes Y: [T, Out] = X: [T, In] · W: [Out, In]ᵀ for a 4- or 8-bit matrix: the prefill
-// product of several token rows with one (expert's) matrix. The impl's kernel (its qmmLarge kernel
-// where it has one and T·In ≥ qmmLargeX) gets X packed as it wants it; each worker takes blocks of
-// output rows (4 for the row-block kernels, 32 for the AVX-512 panel kernel), dequantizes a block
-// once (w = scale·q + bias in float32) into its scratch, and multiplies every token row with it.
+// product of several token rows with one (expert's) matrix. The impl's kernel gets X packed as it
+// wants it; each worker takes blocks of 4 output rows, dequantizes a block once (w = scale·q + bias
+// in float32) into its scratch, and multiplies every token row with it. Past qmmLargeX the tokens
+// run in blocks of qmmTokenBlock.
 func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 	if err := m.Check(); err != nil {
 		panic("cpu: " + err.Error())
@@ -70,10 +76,14 @@ func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 	if t <= 0 || len(x) < t*m.In || len(y) < t*m.Out {
 		panic(fmt.Sprintf("cpu: QMatMat: W [%d, %d], x %d, y %d, T %d", m.Out, m.In, len(x), len(y), t))
 	}
-	px := &k.f.qmm
-	if k.f.qmmLarge.run != nil && t*m.In >= k.largeX {
-		px = &k.f.qmmLarge
+	if tb := k.tokenBlock; t > tb && t*m.In >= k.largeX {
+		for t0 := 0; t0 < t; t0 += tb {
+			n := min(tb, t-t0)
+			k.QMatMat(y[t0*m.Out:], m, x[t0*m.In:(t0+n)*m.In], n)
+		}
+		return
 	}
+	px := &k.f.qmm
 	if need := px.scratch(t, m.In); len(k.buf[0]) < need {
 		for i := range k.buf {
 			k.buf[i] = make([]float32, need)

@@ -20,8 +20,8 @@ func TestQMatMatMatchesOracle(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					bits, out, in := drawShape(t)
-					// T up to 20: several 6-token blocks of the AVX-512 panel kernel plus a 2-token
-					// remainder block (padded when T is odd).
+					// T up to 20: several 2-token register tiles and an odd last token; several
+					// token blocks in the simdBlocks variant.
 					tok := rapid.IntRange(1, 20).Draw(t, "T")
 					r := newRand(rapid.Uint64().Draw(t, "seed"))
 					m, x := randQMat(r, bits, out, in), randVec(r, tok*in)
@@ -52,9 +52,9 @@ func checkQMatMat(t interface {
 	}
 }
 
-// TestQMatMatLargeX runs shapes past qmmLargeX through every variant's default kernel choice (the
-// AVX-512 panel kernel where the CPU has it): In 4096 and 8192 (16 and 32 chunks of qmmKC), T not a
-// multiple of 6, Out not a multiple of 32, both bit widths.
+// TestQMatMatLargeX runs shapes past qmmLargeX through every variant (in token blocks of
+// qmmTokenBlock): In 4096 and 8192, T not a multiple of the block, Out not a multiple of 4, both bit
+// widths.
 func TestQMatMatLargeX(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()

@@ -18,19 +18,17 @@ import (
 // haveSIMD reports whether the archsimd kernels can run: they use AVX2 integer ops and FMA.
 func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
-// simdImpl returns the archsimd kernels: the 512-bit mat-vecs, axpy and scaleAxpy, and the large-X
-// panel mat-mat (qmmPanelsSIMD512) where the CPU has AVX-512, unless only256 (tests use it to run the 256-bit
-// ones on AVX-512 machines too).
+// simdImpl returns the archsimd kernels: the 512-bit mat-vecs, axpy and scaleAxpy, and the 512-bit
+// row-block mat-mat (qmmRowsSIMD512) where the CPU has AVX-512, unless only256 (tests use it to run
+// the 256-bit ones on AVX-512 machines too).
 func simdImpl(only256 bool) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
-	var large qmmKernel
 	rows := qmmRowsSIMD
 	if archsimd.X86.AVX512() && !only256 {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
-		large = qmmKernel{run: qmmPanelsSIMD512, rows: qmmPanel, scratch: qmmScratch512, packLen: qmmPackLen512, pack: qmmPack512}
 	}
 	return impl{
 		qmv4:        q4,
@@ -41,7 +39,6 @@ func simdImpl(only256 bool) impl {
 		scaleAxpy:   scaleAxpy,
 		bf16mv:      bf16RowsSIMD,
 		qmm:         qmmKernel{run: rows, rows: qmmRowBlock, scratch: qmmScratchRows, packLen: qmmPermLen, pack: qmmPermute},
-		qmmLarge:    large,
 		readSum:     readSumSIMD,
 		siluMul:     siluMulSIMD,
 		dots:        dotsSIMD,
