@@ -164,21 +164,58 @@ func tile4x2(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float3
 	s.GetHi().Store(y1)
 }
 
-// tile4x2x512 is tile4x2 with 16-lane vectors (AVX-512; in a multiple of 16): two 512-bit FMAs a
-// cycle against the two 256-bit ones tile4x2 gets, from the same 6 loads per 8 FMAs. The 16-lane
-// accumulators fold to 8 lanes before the reduction.
+// tile4x2x512 is tile4x2 with 16-lane vectors (AVX-512; in a multiple of 64): two 512-bit FMAs a
+// cycle against the two 256-bit ones tile4x2 gets, from the same 6 loads per 8 FMAs. The loop runs
+// four 16-element steps per pass (written out: Go does not unroll) over running pointers: Go's FMA
+// writes its first multiplicand, so every step costs register copies besides the FMAs, and the
+// accumulators move back to their registers at the end of each pass; one step per pass left the
+// front end, not the FMA ports, the limit (BenchmarkQMatMat, two workers: T64 expert shapes
+// 147–167 → 185–201 GFLOP/s, dense T512 in token blocks 154–168 → 204). The 16-lane accumulators
+// fold to 8 lanes before the reduction.
 func tile4x2x512(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float32) {
 	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16
-	for i := 0; i < 4*in; i += 64 {
-		a, b := f32x16(unsafe.Add(x0, i)), f32x16(unsafe.Add(x1, i))
-		w := f32x16(unsafe.Add(pw, i))
+	rs := uintptr(4 * in)
+	w0, w1, w2, w3 := pw, unsafe.Add(pw, rs), unsafe.Add(pw, 2*rs), unsafe.Add(pw, 3*rs)
+	for end := unsafe.Add(x0, rs); x0 != end; {
+		var a, b, w archsimd.Float32x16
+		a, b = f32x16(unsafe.Add(x0, 0)), f32x16(unsafe.Add(x1, 0))
+		w = f32x16(unsafe.Add(w0, 0))
 		c00, c01 = w.MulAdd(a, c00), w.MulAdd(b, c01)
-		w = f32x16(unsafe.Add(pw, 4*in+i))
+		w = f32x16(unsafe.Add(w1, 0))
 		c10, c11 = w.MulAdd(a, c10), w.MulAdd(b, c11)
-		w = f32x16(unsafe.Add(pw, 8*in+i))
+		w = f32x16(unsafe.Add(w2, 0))
 		c20, c21 = w.MulAdd(a, c20), w.MulAdd(b, c21)
-		w = f32x16(unsafe.Add(pw, 12*in+i))
+		w = f32x16(unsafe.Add(w3, 0))
 		c30, c31 = w.MulAdd(a, c30), w.MulAdd(b, c31)
+		a, b = f32x16(unsafe.Add(x0, 64)), f32x16(unsafe.Add(x1, 64))
+		w = f32x16(unsafe.Add(w0, 64))
+		c00, c01 = w.MulAdd(a, c00), w.MulAdd(b, c01)
+		w = f32x16(unsafe.Add(w1, 64))
+		c10, c11 = w.MulAdd(a, c10), w.MulAdd(b, c11)
+		w = f32x16(unsafe.Add(w2, 64))
+		c20, c21 = w.MulAdd(a, c20), w.MulAdd(b, c21)
+		w = f32x16(unsafe.Add(w3, 64))
+		c30, c31 = w.MulAdd(a, c30), w.MulAdd(b, c31)
+		a, b = f32x16(unsafe.Add(x0, 128)), f32x16(unsafe.Add(x1, 128))
+		w = f32x16(unsafe.Add(w0, 128))
+		c00, c01 = w.MulAdd(a, c00), w.MulAdd(b, c01)
+		w = f32x16(unsafe.Add(w1, 128))
+		c10, c11 = w.MulAdd(a, c10), w.MulAdd(b, c11)
+		w = f32x16(unsafe.Add(w2, 128))
+		c20, c21 = w.MulAdd(a, c20), w.MulAdd(b, c21)
+		w = f32x16(unsafe.Add(w3, 128))
+		c30, c31 = w.MulAdd(a, c30), w.MulAdd(b, c31)
+		a, b = f32x16(unsafe.Add(x0, 192)), f32x16(unsafe.Add(x1, 192))
+		w = f32x16(unsafe.Add(w0, 192))
+		c00, c01 = w.MulAdd(a, c00), w.MulAdd(b, c01)
+		w = f32x16(unsafe.Add(w1, 192))
+		c10, c11 = w.MulAdd(a, c10), w.MulAdd(b, c11)
+		w = f32x16(unsafe.Add(w2, 192))
+		c20, c21 = w.MulAdd(a, c20), w.MulAdd(b, c21)
+		w = f32x16(unsafe.Add(w3, 192))
+		c30, c31 = w.MulAdd(a, c30), w.MulAdd(b, c31)
+		x0, x1 = unsafe.Add(x0, 256), unsafe.Add(x1, 256)
+		w0, w1, w2, w3 = unsafe.Add(w0, 256), unsafe.Add(w1, 256), unsafe.Add(w2, 256), unsafe.Add(w3, 256)
 	}
 	r := [8]archsimd.Float32x8{}
 	r[0], r[1], r[2], r[3] = c00.GetLo().Add(c00.GetHi()), c10.GetLo().Add(c10.GetHi()), c20.GetLo().Add(c20.GetHi()), c30.GetLo().Add(c30.GetHi())
