@@ -15,7 +15,7 @@ func (k *Kernels) Dots(out, q, rows []float32, stride int) {
 }
 
 // ExpShift replaces x by e^{x − m} and returns Σ e^{x − m} (float64 sum of the float32 values).
-func (k *Kernels) ExpShift(x []float32, m float32) float64 { return k.f.expShift(x, m) }
+func (k *Kernels) ExpShift(x []float32, m float32) float64 { return k.f.expShift(x, m, k.exp) }
 
 // AxpyRows computes acc[i] += Σ_t p[t]·rows[t·stride + i] for t < len(p), i < len(acc).
 func (k *Kernels) AxpyRows(acc, p, rows []float32, stride int) {
@@ -31,7 +31,7 @@ func dotsPortable(out, q, rows []float32, stride int) {
 	}
 }
 
-func expShiftPortable(x []float32, m float32) float64 {
+func expShiftPortable(x []float32, m float32, _ *expConsts) float64 {
 	var s float64
 	for i, v := range x {
 		x[i] = float32(math.Exp(float64(v - m)))

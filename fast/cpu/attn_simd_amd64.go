@@ -51,12 +51,11 @@ func dotsSIMD(out, q, rows []float32, stride int) {
 
 // expShiftSIMD is expShiftPortable with exp16 (float32, within 1e-6 relative; see SiLU), 16 lanes a
 // step; the sum is float32 per lane, then float64.
-func expShiftSIMD(x []float32, m float32) float64 {
+func expShiftSIMD(x []float32, m float32, c *expConsts) float64 {
 	n := len(x)
 	if n < 16 || !archsimd.X86.AVX512() {
-		return expShiftPortable(x, m)
+		return expShiftPortable(x, m, c)
 	}
-	c := newExpConsts()
 	var mt [4]float32
 	mt[0] = m
 	vm := bcast16(unsafe.Pointer(&mt[0]))
@@ -65,7 +64,7 @@ func expShiftSIMD(x []float32, m float32) float64 {
 	i := 0
 	for ; i+16 <= n; i += 16 {
 		p := (*[16]float32)(unsafe.Add(px, 4*i))
-		e := exp16(archsimd.LoadFloat32x16(p).Sub(vm), &c)
+		e := exp16(archsimd.LoadFloat32x16(p).Sub(vm), c)
 		e.Store(p)
 		sum = sum.Add(e)
 	}
@@ -76,7 +75,7 @@ func expShiftSIMD(x []float32, m float32) float64 {
 	for _, v := range st {
 		s += float64(v)
 	}
-	return s + expShiftPortable(x[i:], m)
+	return s + expShiftPortable(x[i:], m, c)
 }
 
 // axpyRowsSIMD is axpyRowsPortable 128 accumulator lanes at a time held in registers across all

@@ -18,9 +18,9 @@ type impl struct {
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmKernel
 	readSum            func(x []uint64) uint64
-	siluMul            func(out, g, u []float32) // u nil: out = silu(g)
+	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
-	expShift           func(x []float32, m float32) float64
+	expShift           func(x []float32, m float32, c *expConsts) float64
 	axpyRows           func(acc, p, rows []float32, stride int)
 	scoreTile          func(s, q []float32, m, d int, keys []float32, ks, n int)
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
@@ -52,8 +52,9 @@ type Kernels struct {
 	buf   [][]float32 // per-worker scratch of the mat-mat (qmmKernel.scratch)
 	xperm []float32   // the mat-mat's X as its kernel reads it (qmmKernel.pack)
 
-	largeX     int // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
-	tokenBlock int // their token count: qmmTokenBlock (tests change it)
+	exp        *expConsts // the SIMD exp's constants
+	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
+	tokenBlock int        // their token count: qmmTokenBlock (tests change it)
 }
 
 // New returns kernels on p, using the archsimd versions when the binary was built with
@@ -69,7 +70,7 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, exp: newExpConsts()}
 	return k
 }
 

@@ -31,17 +31,17 @@ func (k *Kernels) RMSNorm(out, x, w []float32, eps float32) {
 // SiLUMul computes out: [n] = silu(gate: [n]) · up: [n] (SwiGLU), silu(g) = g/(1+e^-g).
 // out may alias gate or up; len(up) and len(out) must be at least len(gate).
 func (k *Kernels) SiLUMul(out, gate, up []float32) {
-	k.f.siluMul(out[:len(gate)], gate, up[:len(gate)])
+	k.f.siluMul(out[:len(gate)], gate, up[:len(gate)], k.exp)
 }
 
 // SiLU computes out: [n] = silu(x: [n]); out may alias x, len(out) ≥ len(x). The SIMD version
 // evaluates e^-x in float32 (exp by range reduction and a degree-7 polynomial, about 2 ulp), the
 // portable one in float64. A 40-layer decode step takes ~5·10⁵ of them (the GDN conv and output
 // gate, the SwiGLU of every expert); measured, the GDN conv went 2.15 → 1.5 ms of a ~109 ms step.
-func (k *Kernels) SiLU(out, x []float32) { k.f.siluMul(out[:len(x)], x, nil) }
+func (k *Kernels) SiLU(out, x []float32) { k.f.siluMul(out[:len(x)], x, nil, k.exp) }
 
 // siluMulPortable: out = silu(g)·u, or silu(g) when u is nil.
-func siluMulPortable(out, g, u []float32) {
+func siluMulPortable(out, g, u []float32, _ *expConsts) {
 	for i, v := range g {
 		s := v / (1 + float32(math.Exp(float64(-v))))
 		if u != nil {
@@ -122,4 +122,23 @@ func axpyPortable(y []float32, a float32, x []float32) {
 	for i := range y {
 		y[i] += a * x[i]
 	}
+}
+
+// expConsts are the constants of the SIMD float32 exp (exp16), each broadcast to 16 lanes so that
+// the kernels load them as they are (a broadcast from memory costs a shuffle on the port the
+// exponent's FMAs need): log2(e); −ln2 in a high part exact in float32 and the rest (Cody–Waite);
+// the Taylor coefficients 1/7! … 1/2! and 1 of e^r on |r| ≤ ln2/2 (truncation error ≤ 5.3e-9
+// relative there, below float32 rounding). Each Kernels holds one, made by newExpConsts.
+type expConsts [10][16]float32
+
+func newExpConsts() *expConsts {
+	v := [10]float32{1.4426950408889634, -0.693359375, 2.12194440e-4,
+		1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1}
+	c := new(expConsts)
+	for i, x := range v {
+		for j := range c[i] {
+			c[i][j] = x
+		}
+	}
+	return c
 }
