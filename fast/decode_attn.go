@@ -29,8 +29,9 @@ func (s *Session) attnDecode(li int, l *layer) {
 // along the sequence so both workers stay busy and partial softmaxes are merged after.
 const attnSplit = 512
 
-// attnSub is the key block one attendBlock call folds in (within a split): small enough that the
-// keys and values stay in L2 while all the query heads of a KV head take their turn.
+// attnSub is the key block a unit folds in at a time (within a split): its scores for all the
+// query heads of a KV head, their softmax and their weighted values, while the block's keys and
+// values stay in L2.
 const attnSub = 64
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).

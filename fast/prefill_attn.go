@@ -7,8 +7,9 @@ import "math"
 // through the keys together, so that each key and value row is loaded once for all of them.
 const prefillQTokens = 8
 
-// prefillKeyBlock is the key count of one step of a unit: 32 keys and their values (32 KB each at
-// the real head size) stay in the core's caches while the unit's query rows use them.
+// prefillKeyBlock is the key count of one step of a unit: 64 keys and their values (64 KB each at
+// the real head size, in L2) serve all the unit's query rows (4-layer synth prefill at 4K: 32 keys
+// 153 tok/s, 64 keys 162, 128 keys 158).
 const prefillKeyBlock = 64
 
 // attendPrefill computes the gated causal attention of prompt positions s.pos … s.pos+t−1, whose
