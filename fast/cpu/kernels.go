@@ -16,7 +16,8 @@ type impl struct {
 	axpy               func(y []float32, a float32, x []float32)
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
-	qmm                qmmKernel
+	qmm                qmmRowsFunc
+	qmmPerm            bool // qmm reads X with each group in unpack order (qmmPermute)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -31,7 +32,7 @@ func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
-		siluMul: siluMulPortable, qmm: qmmKernel{run: qmmRowsPortable, rows: qmmRowBlock, scratch: qmmScratchRows},
+		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 		scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 	}
@@ -49,8 +50,8 @@ type Kernels struct {
 	batch batchTask
 	mm    qmmTask
 	bmv   bf16Task
-	buf   [][]float32 // per-worker scratch of the mat-mat (qmmKernel.scratch)
-	xperm []float32   // the mat-mat's X as its kernel reads it (qmmKernel.pack)
+	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
+	xperm []float32   // the mat-mat's X as its kernel reads it (qmmPermute)
 
 	exp        *expConsts // the SIMD exp's constants
 	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)

@@ -7,16 +7,9 @@ import "fmt"
 // token row is multiplied with them.
 const qmmRowBlock = 4
 
-// qmmKernel is one mat-mat kernel with what it needs around it: run computes rows [lo, hi) of Y
-// from X as pack wrote it (X itself when pack is nil); the pool's items are blocks of rows output
-// rows; each worker has scratch(T, In) float32s.
-type qmmKernel struct {
-	run     func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
-	rows    int
-	scratch func(t, in int) int
-	packLen func(t, in int) int
-	pack    func(xp, x []float32, t, in, bits int)
-}
+// qmmRowsFunc is a mat-mat kernel: rows [lo, hi) of Y (lo a multiple of qmmRowBlock) from X, with
+// qmmRowBlock·In float32s of scratch in buf.
+type qmmRowsFunc func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
 
 // qmmLargeX is the default size of X (T·In elements, 2 MB of float32: a core's L2) from which
 // QMatMat runs in blocks of qmmTokenBlock tokens. The row-block kernels re-read every token row
@@ -32,13 +25,8 @@ const qmmLargeX = 1 << 19
 // qmmTokenBlock is the token count of one block of a large-X QMatMat (Kernels.tokenBlock).
 const qmmTokenBlock = 64
 
-// qmmScratchRows is the scratch of the row-block kernels: qmmRowBlock dequantized rows.
-func qmmScratchRows(_, in int) int { return qmmRowBlock * in }
-
-// qmmPermLen and qmmPermute prepare X for the 256-bit kernel: each group in unpack order.
-func qmmPermLen(t, in int) int { return t * in }
-
-func qmmPermute(xp, x []float32, _, _, bits int) {
+// qmmPermute prepares X for the SIMD kernels: each group in unpack order.
+func qmmPermute(xp, x []float32, bits int) {
 	for g := 0; g < len(x); g += GroupSize {
 		if bits == 4 {
 			permute4(xp[g:g+GroupSize], x[g:g+GroupSize])
@@ -48,20 +36,17 @@ func qmmPermute(xp, x []float32, _, _, bits int) {
 	}
 }
 
-// qmmTask is the pool task of one quantized mat-mat; items are blocks of kern.rows output rows.
+// qmmTask is the pool task of one quantized mat-mat; items are blocks of qmmRowBlock output rows.
 type qmmTask struct {
-	k    *Kernels
-	kern *qmmKernel
-	y    []float32
-	m    *QMat
-	x    []float32
-	t    int
+	k *Kernels
+	y []float32
+	m *QMat
+	x []float32
+	t int
 }
 
 func (t *qmmTask) Do(w, lo, hi int) {
-	k := t.k
-	r := t.kern.rows
-	t.kern.run(t.y, t.m, t.x, t.t, k.buf[w], lo*r, min(hi*r, t.m.Out))
+	t.k.f.qmm(t.y, t.m, t.x, t.t, t.k.buf[w], lo*qmmRowBlock, min(hi*qmmRowBlock, t.m.Out))
 }
 
 // QMatMat computes Y: [T, Out] = X: [T, In] · W: [Out, In]ᵀ for a 4- or 8-bit matrix: the prefill
@@ -83,23 +68,21 @@ func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 		}
 		return
 	}
-	px := &k.f.qmm
-	if need := px.scratch(t, m.In); len(k.buf[0]) < need {
+	if need := qmmRowBlock * m.In; len(k.buf[0]) < need {
 		for i := range k.buf {
 			k.buf[i] = make([]float32, need)
 		}
 	}
 	x = x[:t*m.In]
-	if px.pack != nil {
-		n := px.packLen(t, m.In)
-		if len(k.xperm) < n {
-			k.xperm = make([]float32, n)
+	if k.f.qmmPerm {
+		if len(k.xperm) < len(x) {
+			k.xperm = make([]float32, len(x))
 		}
-		px.pack(k.xperm[:n], x, t, m.In, m.Bits)
-		x = k.xperm[:n]
+		qmmPermute(k.xperm[:len(x)], x, m.Bits)
+		x = k.xperm[:len(x)]
 	}
-	k.mm = qmmTask{k: k, kern: px, y: y, m: m, x: x, t: t}
-	k.pool.RunTask((m.Out+px.rows-1)/px.rows, &k.mm)
+	k.mm = qmmTask{k: k, y: y, m: m, x: x, t: t}
+	k.pool.RunTask((m.Out+qmmRowBlock-1)/qmmRowBlock, &k.mm)
 	k.mm = qmmTask{}
 }
 
