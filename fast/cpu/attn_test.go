@@ -22,13 +22,7 @@ func TestAttentionHelpersMatchFloat64(t *testing.T) {
 		n := rapid.OneOf(rapid.IntRange(1, 40), rapid.Just(attnMaxKeys+9)).Draw(t, "n")
 		stride := d + rapid.SampledFrom([]int{0, 5, d}).Draw(t, "extra")
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 11))
-		f := func(k int) []float32 {
-			x := make([]float32, k)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			return x
-		}
+		f := func(n int) []float32 { return randVec(r, n) }
 		q, rows, pw := f(d), f((n-1)*stride+d), f(n)
 		m := float32(r.NormFloat64() * 3)
 		for name, k := range ks {

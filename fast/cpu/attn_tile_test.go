@@ -24,13 +24,7 @@ func TestAttentionTilesMatchFloat64(t *testing.T) {
 		n := rapid.OneOf(rapid.IntRange(1, 13), rapid.Just(maxTileKeys+5)).Draw(t, "n")
 		stride := d + rapid.SampledFrom([]int{0, 5, d}).Draw(t, "extra")
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 12))
-		f := func(k int) []float32 {
-			x := make([]float32, k)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			return x
-		}
+		f := func(n int) []float32 { return randVec(r, n) }
 		q, rows, pw, o0 := f(m*d), f((n-1)*stride+d), f(m*n), f(m*d)
 		for name, k := range ks {
 			s := make([]float32, m*n)

@@ -21,13 +21,7 @@ func TestDeltaUpdateMatchesFloat64(t *testing.T) {
 		dv := rapid.SampledFrom([]int{5, 64, 128, 256}).Draw(t, "dv")
 		dk := rapid.OneOf(rapid.IntRange(1, 20), rapid.Just(128), rapid.Just(maxDeltaRows+3)).Draw(t, "dk")
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 13))
-		f := func(n int) []float32 {
-			x := make([]float32, n)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			return x
-		}
+		f := func(n int) []float32 { return randVec(r, n) }
 		s0, kv, q, delta := f(dk*dv), f(dk), f(dk), f(dv)
 		decay := float32(r.Float64())
 		for name, k := range ks {
