@@ -69,7 +69,9 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 // On the fixture models that leaves the decode plan's agreement with ref as it was (teacher-forced
 // top-1 100%, |Δlogp| ≤ 2e-4); using it everywhere (Options.Int16Activations) flipped an expert
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
-func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, true) }
+// Where the kernels have AVX-512 VNNI (cpu.Kernels.VNNI) the plain mat-vec is both faster and
+// exact to float32's rounding, and the lm_head takes it instead.
+func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, s.m.k == nil || !s.m.k.VNNI()) }
 
 // vecsWith runs gathered mat-vecs. On the fast/cpu kernels the quantized ones run as one pool
 // dispatch (cpu.Kernels.QMatVecs), each distinct input vector prepared once (group sums, SIMD

@@ -115,7 +115,7 @@ func benchShapes() []struct {
 func BenchmarkQMatVec(b *testing.B) {
 	for _, sh := range benchShapes() {
 		for _, workers := range []int{1, 2} {
-			for _, impl := range []string{"simd", "portable", "simd_q16", "portable_q16"} {
+			for _, impl := range []string{"simd", "simd512", "portable", "simd_q16", "portable_q16"} {
 				b.Run(fmt.Sprintf("%s/w%d/%s", sh.name, workers, impl), func(b *testing.B) {
 					benchQMatVec(b, sh.bits, sh.out, sh.in, workers, impl)
 				})
@@ -128,9 +128,12 @@ func benchQMatVec(b *testing.B, bits, out, in, workers int, impl string) {
 	p := NewPool(workers)
 	defer p.Close()
 	k := NewPortable(p)
-	if impl == "simd" || impl == "simd_q16" {
+	if impl == "simd" || impl == "simd512" || impl == "simd_q16" {
 		if k = New(p); !k.SIMD() {
 			b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
+		}
+		if impl == "simd512" { // the float32 512-bit kernel, without AVX-512 VNNI
+			k = newKernels(p, simdImpl(level512), true)
 		}
 	}
 	q16 := impl == "simd_q16" || impl == "portable_q16"
@@ -256,7 +259,7 @@ func BenchmarkQMatMat(b *testing.B) {
 							k.largeX = math.MaxInt
 						}
 						if impl == "simd256" { // the 256-bit kernels only (the row-block tile4x2)
-							k = newKernels(p, simdImpl(true), true)
+							k = newKernels(p, simdImpl(level256), true)
 						}
 					}
 					r := rand.New(rand.NewPCG(3, 3))

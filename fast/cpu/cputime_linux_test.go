@@ -21,7 +21,7 @@ func threadCPU() time.Duration {
 // time, so other processes on a shared machine change it little. GB/s-cpu is the rate one core could
 // consume weights at if memory were free; compare it with the 1-worker read bandwidth.
 func BenchmarkQMatVecCPU(b *testing.B) {
-	for _, impl := range []string{"simd", "simd_q16", "simd_8bit", "portable", "portable_q16", "portable_8bit"} {
+	for _, impl := range []string{"simd", "simd512", "simd_q16", "simd_8bit", "portable", "portable_q16", "portable_8bit"} {
 		b.Run(impl, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -31,6 +31,9 @@ func BenchmarkQMatVecCPU(b *testing.B) {
 			if impl[:4] == "simd" {
 				if k = New(p); !k.SIMD() {
 					b.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd, amd64, AVX2+FMA)")
+				}
+				if impl == "simd512" { // the float32 512-bit kernel, without AVX-512 VNNI
+					k = newKernels(p, simdImpl(level512), true)
 				}
 			}
 			bits, q16 := 4, impl == "simd_q16" || impl == "portable_q16"

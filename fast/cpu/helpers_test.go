@@ -63,8 +63,9 @@ func variants(p *Pool) map[string]*Kernels {
 	v := map[string]*Kernels{"portable": NewPortable(p)}
 	if k := New(p); k.SIMD() {
 		v["simd"] = k
-		v["simd256"] = newKernels(p, simdImpl(true), true) // the same as "simd" without AVX-512
-		kl := newKernels(p, simdImpl(false), true)
+		v["simd256"] = newKernels(p, simdImpl(level256), true) // the same as "simd" without AVX-512
+		v["simd512"] = newKernels(p, simdImpl(level512), true) // without AVX-512 VNNI
+		kl := newKernels(p, simdImpl(levelBest), true)
 		kl.largeX, kl.tokenBlock = 0, 3 // every mat-mat of more than 3 tokens in 3-token blocks
 		v["simdBlocks"] = kl
 	}

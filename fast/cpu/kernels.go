@@ -6,6 +6,16 @@ import "fmt"
 // multiple of 8, and the SIMD kernels finish 8 rows together (one vector of results).
 const rowBlock = 8
 
+// simdLevel caps the instruction sets simdImpl uses (tests and benchmarks compare the levels on
+// one machine; New uses the best the CPU has).
+type simdLevel int
+
+const (
+	level256  simdLevel = iota // AVX2 and FMA only
+	level512                   // also AVX-512, float32 activations in the 4-bit mat-vec
+	levelBest                  // also AVX-512 VNNI for the 4-bit mat-vec
+)
+
 // rowsFunc computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In].
 type rowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int)
 
@@ -18,6 +28,7 @@ type impl struct {
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmRowsFunc
 	qmmPerm            bool // qmm reads X with each group in unpack order (qmmPermute)
+	vnni               bool // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -62,7 +73,7 @@ type Kernels struct {
 // GOEXPERIMENT=simd for amd64 and the CPU has AVX2 and FMA, else the portable ones.
 func New(p *Pool) *Kernels {
 	if haveSIMD() {
-		return newKernels(p, simdImpl(false), true)
+		return newKernels(p, simdImpl(levelBest), true)
 	}
 	return NewPortable(p)
 }
@@ -77,6 +88,11 @@ func newKernels(p *Pool, f impl, simd bool) *Kernels {
 
 // SIMD reports whether the archsimd kernels are in use.
 func (k *Kernels) SIMD() bool { return k.simd }
+
+// VNNI reports whether QMatVec runs 4-bit matrices on the AVX-512 VNNI kernel: x as three int8 limbs
+// (within 6e-8 of each group's largest |x|), exact integer dot products, and faster than both the
+// float32 and the int16 kernels.
+func (k *Kernels) VNNI() bool { return k.f.vnni }
 
 // Pool returns the pool the kernels run on.
 func (k *Kernels) Pool() *Pool { return k.pool }

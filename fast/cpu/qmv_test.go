@@ -102,7 +102,7 @@ func TestSIMDMatchesPortable(t *testing.T) {
 		v.PrepareQ16(x)
 		_, mass := oracleQMatVec(m, x)
 		check := func(what string, f func(k *Kernels, y []float32)) {
-			for _, name := range []string{"simd", "simd256"} {
+			for _, name := range []string{"simd", "simd512", "simd256"} {
 				a, b := make([]float32, out), make([]float32, out)
 				f(ks[name], a)
 				f(ks["portable"], b)

@@ -19,16 +19,21 @@ import (
 func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 // simdImpl returns the archsimd kernels: the 512-bit mat-vecs, axpy and scaleAxpy, and the 512-bit
-// row-block mat-mat (qmmRowsSIMD512) where the CPU has AVX-512, unless only256 (tests use it to run
-// the 256-bit ones on AVX-512 machines too).
-func simdImpl(only256 bool) impl {
+// row-block mat-mat (qmmRowsSIMD512) where the CPU has AVX-512 and level allows, and the VNNI 4-bit
+// mat-vec where it also has AVX-512 VNNI and level is levelBest (tests run the lower levels on
+// machines that have more).
+func simdImpl(level simdLevel) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
 	rows := qmmRowsSIMD
-	if archsimd.X86.AVX512() && !only256 {
+	vnni := false
+	if archsimd.X86.AVX512() && level >= level512 {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
+		if archsimd.X86.AVX512VNNI() && level >= levelBest {
+			q4, vnni = qmv4RowsVNNI, true
+		}
 	}
 	return impl{
 		qmv4:        q4,
@@ -40,6 +45,7 @@ func simdImpl(only256 bool) impl {
 		bf16mv:      bf16RowsSIMD,
 		qmm:         rows,
 		qmmPerm:     true,
+		vnni:        vnni,
 		readSum:     readSumSIMD,
 		siluMul:     siluMulSIMD,
 		dots:        dotsSIMD,

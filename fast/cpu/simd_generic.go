@@ -6,7 +6,7 @@ package cpu
 func haveSIMD() bool { return false }
 
 // simdImpl is never called when haveSIMD is false.
-func simdImpl(bool) impl { return portableImpl() }
+func simdImpl(simdLevel) impl { return portableImpl() }
 
 // clearUpper has nothing to clear without the archsimd kernels.
 func clearUpper() {}

@@ -13,7 +13,9 @@ import "math"
 //     packed bytes (see permute16; an odd last group is in the p4 order);
 //   - q, d: x quantized to int16 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
 //     Q16 kernel, and corr: [In/64] qMid·(Σx − d·Σq), the rounding error of the int16 copy
-//     that a weight at the middle of the 4-bit range would see (see PrepareQ16).
+//     that a weight at the middle of the 4-bit range would see (see PrepareQ16);
+//   - l8, aux: x per pair of groups as three int8 limbs, and the limbs' scale and the group sums as
+//     the VNNI kernel reads them (see prepareLimbs).
 //
 // A Vec is owned by one goroutine; the kernels only read it.
 type Vec struct {
@@ -26,6 +28,8 @@ type Vec struct {
 	q    []int16
 	d    []float32
 	corr []float32
+	l8   []int8
+	aux  []float32
 	hasQ bool
 }
 
@@ -36,6 +40,7 @@ func NewVec(n int) *Vec {
 		n: n, x: make([]float32, n), sum: make([]float32, g),
 		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
+		l8: make([]int8, g/2*limbBytes), aux: make([]float32, g/2*32),
 	}
 }
 
@@ -66,6 +71,7 @@ func (v *Vec) Prepare(x []float32) {
 	if len(v.sum)%2 != 0 {
 		copy(v.p16[pairs*2*GroupSize:], v.p4[pairs*2*GroupSize:])
 	}
+	v.prepareLimbs(x)
 }
 
 // qMid is the middle of the 4-bit weight range [0, 15] (see PrepareQ16).

@@ -1,0 +1,66 @@
+package cpu
+
+import "math"
+
+// limbBytes is the size of one pair of groups in Vec.l8: six 64-byte blocks, a_even, a_odd, b_even,
+// b_odd, c_even, c_odd; in each, bytes 0–31 belong to the pair's first group (its elements 2j or
+// 2j+1 for j = 0…31, the order of the low and high nibbles of the group's 32 packed bytes) and bytes
+// 32–63 to its second.
+const limbBytes = 6 * 64
+
+// limbScale is the weight of the last limb: x ≈ d·(a + b/256 + c/65536) = (d/limbScale)·L with the
+// integer L = 65536·a + 256·b + c.
+const limbScale = 65536
+
+// prepareLimbs fills v.l8 and v.aux from x: [n]. Each paired group gets d = max|x|/127 and three int8
+// limbs per element: L = round(65536·x/d) ∈ [−127·65536, 127·65536] written as 65536·a + 256·b + c
+// with a, b, c ∈ [−128, 127], so that |x − (d/65536)·L| ≤ d/131072, about
+// 6e-8 of the group's largest |x| (float32's own rounding is 6e-8 of each value). aux holds per
+// pair 32 float32: d/65536 (the factor that turns the integer sums into Σ x·q) in lanes 0–7 for the
+// first group and 8–15 for the second, then Σx/8 likewise (8 lanes of bias·Σx/8 sum to the group's
+// bias term). An odd last group has no limbs: the kernels run such rows in float32.
+func (v *Vec) prepareLimbs(x []float32) {
+	for p := range len(v.sum) / 2 {
+		blk := v.l8[p*limbBytes : (p+1)*limbBytes]
+		for h := range 2 {
+			g := 2*p + h
+			xs := x[g*GroupSize : (g+1)*GroupSize]
+			var amax float64
+			for _, e := range xs {
+				amax = max(amax, math.Abs(float64(e)))
+			}
+			// d is a float32 no smaller than max|x|/127, so that |x/d| ≤ 127 and d/65536 is exact.
+			d32 := float32(amax / 127)
+			if float64(d32)*127 < amax {
+				d32 = math.Nextafter32(d32, float32(math.Inf(1)))
+			}
+			d := float64(d32)
+			var inv float64 // 65536/d, so that x·inv is x in units of the last limb
+			if d != 0 {
+				inv = limbScale / d
+			}
+			for l := range 8 {
+				v.aux[32*p+8*h+l] = d32 / limbScale
+				v.aux[32*p+16+8*h+l] = v.sum[g] / 8
+			}
+			for i, e := range xs {
+				a, b, c := limbs(int32(math.RoundToEven(float64(e) * inv)))
+				off := 32*h + i/2 // even elements in the _even blocks, odd ones 64 bytes on
+				if i%2 != 0 {
+					off += 64
+				}
+				blk[off], blk[off+128], blk[off+256] = a, b, c
+			}
+		}
+	}
+}
+
+// limbs splits L ∈ [−127·65536, 127·65536] into 65536·a + 256·b + c with int8 digits: c and b
+// are the low bytes read as signed (each step leaves a multiple of 256), and |a| ≤ 127 follows from
+// the range of L.
+func limbs(L int32) (a, b, c int8) {
+	c = int8(L)
+	L = (L - int32(c)) >> 8
+	b = int8(L)
+	return int8((L - int32(b)) >> 8), b, c
+}
