@@ -7,11 +7,12 @@ import "unsafe"
 // qmv4RowsVNNI computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In] for a 4-bit W with
 // AVX-512 VNNI: x as three int8 limbs per element (Vec.l8, |x − x̂| ≤ 6e-8·max|x| per group; see
 // prepareLimbs), the dot products in exact integers, the rows, their scales, biases and prefetch in
-// one assembly loop (qmv_vnni_amd64.s; neither archsimd nor the compiler have VPDPBUSD). A row
-// with an odd group count runs the float32 512-bit kernel instead.
+// one assembly loop (qmv_vnni_amd64.s; neither archsimd nor the compiler have VPDPBUSD). Rows
+// whose group count is not a multiple of 8 (none of the real model's) run the float32 512-bit
+// kernel instead.
 func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 	groups := m.Groups()
-	if groups%2 != 0 {
+	if groups%8 != 0 {
 		qmv4RowsSIMD512(y, m, v, lo, hi)
 		return
 	}
@@ -20,9 +21,9 @@ func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 	}
 	rb := m.RowBytes()
 	qmv4RowsVNNIAsm(&y[lo], hi-lo, unsafe.Pointer(&m.W[lo*rb]),
-		unsafe.Pointer(&m.Scales[lo*groups]), unsafe.Pointer(&m.Biases[lo*groups]), groups/2,
-		unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.aux[0]))
+		unsafe.Pointer(&m.Scales[lo*groups]), unsafe.Pointer(&m.Biases[lo*groups]), groups/8,
+		unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]))
 }
 
 //go:noescape
-func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, pairs int, xl, aux unsafe.Pointer)
+func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)

@@ -14,8 +14,8 @@ import "math"
 //   - q, d: x quantized to int16 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
 //     Q16 kernel, and corr: [In/64] qMid·(Σx − d·Σq), the rounding error of the int16 copy
 //     that a weight at the middle of the 4-bit range would see (see PrepareQ16);
-//   - l8, aux: x per pair of groups as three int8 limbs, and the limbs' scale and the group sums as
-//     the VNNI kernel reads them (see prepareLimbs).
+//   - l8, dl: x per pair of groups as three int8 limbs, and the limbs' scale per group, for the
+//     VNNI kernel (see prepareLimbs).
 //
 // A Vec is owned by one goroutine; the kernels only read it.
 type Vec struct {
@@ -29,7 +29,7 @@ type Vec struct {
 	d    []float32
 	corr []float32
 	l8   []int8
-	aux  []float32
+	dl   []float32
 	hasQ bool
 }
 
@@ -40,7 +40,7 @@ func NewVec(n int) *Vec {
 		n: n, x: make([]float32, n), sum: make([]float32, g),
 		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
-		l8: make([]int8, g/2*limbBytes), aux: make([]float32, g/2*32),
+		l8: make([]int8, g/2*limbBytes), dl: make([]float32, g),
 	}
 }
 

@@ -12,13 +12,12 @@ const limbBytes = 6 * 64
 // integer L = 65536·a + 256·b + c.
 const limbScale = 65536
 
-// prepareLimbs fills v.l8 and v.aux from x: [n]. Each paired group gets d = max|x|/127 and three int8
+// prepareLimbs fills v.l8 and v.dl from x: [n]. Each paired group gets d = max|x|/127 and three int8
 // limbs per element: L = round(65536·x/d) ∈ [−127·65536, 127·65536] written as 65536·a + 256·b + c
 // with a, b, c ∈ [−128, 127], so that |x − (d/65536)·L| ≤ d/131072, about
-// 6e-8 of the group's largest |x| (float32's own rounding is 6e-8 of each value). aux holds per
-// pair 32 float32: d/65536 (the factor that turns the integer sums into Σ x·q) in lanes 0–7 for the
-// first group and 8–15 for the second, then Σx/8 likewise (8 lanes of bias·Σx/8 sum to the group's
-// bias term). An odd last group has no limbs: the kernels run such rows in float32.
+// 6e-8 of the group's largest |x| (float32's own rounding is 6e-8 of each value). dl holds
+// d/65536 per group, the factor that turns the integer sums into Σ x·q. An odd last group has no
+// limbs (the VNNI kernel runs only rows of whole 8-group blocks).
 func (v *Vec) prepareLimbs(x []float32) {
 	for p := range len(v.sum) / 2 {
 		blk := v.l8[p*limbBytes : (p+1)*limbBytes]
@@ -39,10 +38,7 @@ func (v *Vec) prepareLimbs(x []float32) {
 			if d != 0 {
 				inv = limbScale / d
 			}
-			for l := range 8 {
-				v.aux[32*p+8*h+l] = d32 / limbScale
-				v.aux[32*p+16+8*h+l] = v.sum[g] / 8
-			}
+			v.dl[g] = d32 / limbScale
 			for i, e := range xs {
 				a, b, c := limbs(int32(math.RoundToEven(float64(e) * inv)))
 				off := 32*h + i/2 // even elements in the _even blocks, odd ones 64 bytes on
