@@ -85,6 +85,53 @@ func TestQMatVecQ16Budget(t *testing.T) {
 	}
 }
 
+// TestQMatVecLimbBudget holds every variant to the VNNI kernel's budget on shapes it runs (whole
+// 8-group blocks): |y − oracle| ≤ Σ_g |scale_g|·(d_g/131072)·Σ_{i∈g} q_i (the limbs' rounding; the
+// bias term uses the exact Σx) plus the float32 tolerance qmvTol·mass. It also logs the largest
+// error relative to the rms output, beside which the float32 kernel's can be read.
+func TestQMatVecLimbBudget(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	for name, k := range variants(p) {
+		t.Run(name, func(t *testing.T) {
+			var worst float64
+			defer func() { t.Logf("VNNI=%v: largest |y - oracle| / rms(y): %.2e", k.VNNI(), worst) }()
+			rapid.Check(t, func(t *rapid.T) {
+				out := rapid.IntRange(1, 300).Draw(t, "out")
+				in := 8 * GroupSize * rapid.IntRange(1, 16).Draw(t, "blocks")
+				r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 5))
+				m, x := randQMat(r, 4, out, in), randVec(r, in)
+				x[r.IntN(in)] *= 50 // an outlier sets one group's limb scale
+				v := NewVec(in)
+				v.Prepare(x)
+				y := make([]float32, out)
+				k.QMatVec(y, m, v)
+				want, mass := oracleQMatVec(m, x)
+				var ms float64
+				for _, w := range want {
+					ms += w * w
+				}
+				rms := math.Sqrt(ms / float64(out))
+				for o := range out {
+					var budget float64
+					for g := range m.Groups() {
+						var qs float64
+						for i := g * GroupSize; i < (g+1)*GroupSize; i++ {
+							qs += oracleQ(m, o, i)
+						}
+						budget += math.Abs(float64(BF16(m.Scales[o*m.Groups()+g]))) * float64(v.dl[g]) / 2 * qs
+					}
+					d := math.Abs(float64(y[o]) - want[o])
+					worst = math.Max(worst, d/rms)
+					if d > budget+qmvTol*mass[o] {
+						t.Fatalf("[%d,%d]: y[%d] = %g, oracle %g (|Δ| %g > budget %g + %g)", out, in, o, y[o], want[o], d, budget, qmvTol*mass[o])
+					}
+				}
+			})
+		})
+	}
+}
+
 // TestSIMDMatchesPortable runs both versions on the same inputs. They sum in different orders, so
 // they agree to the same float32 tolerance as each has against the oracle.
 func TestSIMDMatchesPortable(t *testing.T) {
