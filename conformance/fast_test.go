@@ -13,6 +13,7 @@ import (
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/fidelity"
+	"github.com/lily-engine/lily/internal/synth"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -264,4 +265,36 @@ func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []in
 	if r.Top1Agreement < top1Min || math.Abs(r.DeltaPPLRel) > dPPL {
 		t.Errorf("%s against ref: %+v", what, r)
 	}
+}
+
+// TestFastWideTeacherForced is the whole-model budget on a model wide enough for every 4-bit
+// matrix to run in whole 8-group blocks (hidden, head and expert widths 512), the shapes on which
+// the kernels choose the AVX-512 VNNI mat-vec where the CPU has it (the fixtures' 64- and 128-wide
+// matrices run the float32 kernels): a synthetic checkpoint of the real layout, 4 layers, top-8 of
+// 16 experts, teacher-forced through the decode plan against ref.
+func TestFastWideTeacherForced(t *testing.T) {
+	c, err := synth.Preset(synth.PresetTiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.HiddenSize, c.NumLayers, c.NumExperts, c.NumExpertsPerTok = 512, 4, 16, 8
+	c.NumHeads, c.MoEIntermediate, c.SharedIntermediate, c.LinearNumValueHeads = 8, 512, 512, 8
+	p, err := synth.NewPlan(c, synth.LayoutMLX, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := synth.Write(context.Background(), p, dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	pool := cpu.NewPool(1)
+	t.Logf("4-bit mat-vecs on the VNNI kernel: %v", cpu.New(pool).VNNI())
+	pool.Close()
+	rb, fb := backends(t, ck)
+	checkDecodePlan(t, "decode plan, 512-wide", rb, fb, randomTokens(96, rb.VocabSize(), 11), 0.99, 0.005)
 }
