@@ -296,3 +296,13 @@ func BenchmarkPeakFLOPs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecPrepare times the per-input-vector preparation of the decode mat-vecs (group sums,
+// the float32 kernels' orders, the VNNI kernel's limbs) for a 2048-element hidden state.
+func BenchmarkVecPrepare(b *testing.B) {
+	x := randVec(newRand(1), 2048)
+	v := NewVec(2048)
+	for b.Loop() {
+		v.Prepare(x)
+	}
+}

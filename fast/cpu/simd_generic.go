@@ -10,3 +10,6 @@ func simdImpl(simdLevel) impl { return portableImpl() }
 
 // clearUpper has nothing to clear without the archsimd kernels.
 func clearUpper() {}
+
+// limbsSIMD is unavailable: Vec.prepareLimbs runs its portable loop.
+func limbsSIMD(*Vec, []float32) bool { return false }

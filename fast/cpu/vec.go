@@ -19,18 +19,20 @@ import "math"
 //
 // A Vec is owned by one goroutine; the kernels only read it.
 type Vec struct {
-	n    int
-	x    []float32
-	sum  []float32
-	p4   []float32
-	p16  []float32
-	p8   []float32
-	q    []int16
-	d    []float32
-	corr []float32
-	l8   []int8
-	dl   []float32
-	hasQ bool
+	n     int
+	x     []float32
+	sum   []float32
+	p4    []float32
+	p16   []float32
+	p8    []float32
+	q     []int16
+	d     []float32
+	corr  []float32
+	l8    []int8
+	dl    []float32
+	inv   []float64 // limbsSIMD's scratch: 65536/d per group
+	lanes []float32 // limbsSIMD's scratch: 16 lanes of max|x| per group
+	hasQ  bool
 }
 
 // NewVec allocates a Vec for inputs of length n (a multiple of 64).
@@ -40,7 +42,7 @@ func NewVec(n int) *Vec {
 		n: n, x: make([]float32, n), sum: make([]float32, g),
 		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
-		l8: make([]int8, g/2*limbBytes), dl: make([]float32, g),
+		l8: make([]int8, g/2*limbBytes), dl: make([]float32, g), inv: make([]float64, g), lanes: make([]float32, 16*g),
 	}
 }
 

@@ -19,36 +19,55 @@ const limbScale = 65536
 // d/65536 per group, the factor that turns the integer sums into Σ x·q. An odd last group has no
 // limbs (the VNNI kernel runs only rows of whole 8-group blocks).
 func (v *Vec) prepareLimbs(x []float32) {
+	if !limbsSIMD(v, x) {
+		v.limbsPortable(x)
+	}
+}
+
+// limbsPortable is prepareLimbs in plain Go.
+func (v *Vec) limbsPortable(x []float32) {
 	for p := range len(v.sum) / 2 {
 		blk := v.l8[p*limbBytes : (p+1)*limbBytes]
 		for h := range 2 {
 			g := 2*p + h
 			xs := x[g*GroupSize : (g+1)*GroupSize]
-			var amax float64
+			var amax float32
 			for _, e := range xs {
-				amax = max(amax, math.Abs(float64(e)))
+				amax = max(amax, float32(math.Abs(float64(e))))
 			}
-			// d is a float32 no smaller than max|x|/127, so that |x/d| ≤ 127 and d/65536 is exact.
-			d32 := float32(amax / 127)
-			if float64(d32)*127 < amax {
-				d32 = math.Nextafter32(d32, float32(math.Inf(1)))
-			}
-			d := float64(d32)
-			var inv float64 // 65536/d, so that x·inv is x in units of the last limb
-			if d != 0 {
-				inv = limbScale / d
-			}
-			v.dl[g] = d32 / limbScale
-			for i, e := range xs {
-				a, b, c := limbs(int32(math.RoundToEven(float64(e) * inv)))
-				off := 32*h + i/2 // even elements in the _even blocks, odd ones 64 bytes on
-				if i%2 != 0 {
-					off += 64
-				}
-				blk[off], blk[off+128], blk[off+256] = a, b, c
+			var inv float64
+			v.dl[g], inv = limbScaleOf(float64(amax))
+			// The even elements go to the _even blocks (bytes 32h…32h+31 of a, b and c: offsets 0,
+			// 128, 256), the odd ones 64 bytes on.
+			out := blk[32*h : 32*h+352]
+			for j := range 32 {
+				a, b, c := limbs(roundInt(float64(xs[2*j]) * inv))
+				out[j], out[j+128], out[j+256] = a, b, c
+				a, b, c = limbs(roundInt(float64(xs[2*j+1]) * inv))
+				out[j+64], out[j+192], out[j+320] = a, b, c
 			}
 		}
 	}
+}
+
+// limbScaleOf returns, for a group whose largest |x| is amax, d/65536 and 65536/d, where d is the
+// float32 no smaller than amax/127 nearest to it: |x/d| ≤ 127 and d/65536 is exact.
+func limbScaleOf(amax float64) (dl float32, inv float64) {
+	d32 := float32(amax / 127)
+	if float64(d32)*127 < amax {
+		d32 = math.Nextafter32(d32, float32(math.Inf(1)))
+	}
+	if d32 != 0 {
+		inv = limbScale / float64(d32)
+	}
+	return d32 / limbScale, inv
+}
+
+// roundInt rounds t (|t| < 2^31) to the nearest integer, ties to even: adding and subtracting
+// 1.5·2^52 leaves t rounded in float64's current (round-to-nearest-even) mode.
+func roundInt(t float64) int32 {
+	const shift = 1.5 * (1 << 52)
+	return int32((t + shift) - shift)
 }
 
 // limbs splits L ∈ [−127·65536, 127·65536] into 65536·a + 256·b + c with int8 digits: c and b

@@ -78,3 +78,36 @@ func TestLimbsSplit(t *testing.T) {
 	}
 	rapid.Check(t, func(t *rapid.T) { check(rapid.Int32Range(-top, top).Draw(t, "L")) })
 }
+
+// TestLimbsSIMDMatchesPortable checks that the vector limb preparation, where this build and CPU
+// have it, writes exactly the portable loop's bytes and scales.
+func TestLimbsSIMDMatchesPortable(t *testing.T) {
+	if !limbsSIMD(NewVec(2*GroupSize), make([]float32, 2*GroupSize)) {
+		t.Skip("no vector limb preparation in this build or CPU (needs GOEXPERIMENT=simd on amd64 with AVX-512)")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		n := GroupSize * rapid.IntRange(1, 40).Draw(t, "groups")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 6))
+		x := randVec(r, n)
+		for i := range x {
+			if r.IntN(10) == 0 {
+				x[i] = float32(math.Ldexp(float64(x[i]), r.IntN(40)-20))
+			}
+		}
+		a, b := NewVec(n), NewVec(n)
+		a.Prepare(x)
+		b.Prepare(x)
+		limbsSIMD(a, x)
+		b.limbsPortable(x)
+		for i := range a.l8 {
+			if a.l8[i] != b.l8[i] {
+				t.Fatalf("n %d: limb byte %d: %d, portable %d", n, i, a.l8[i], b.l8[i])
+			}
+		}
+		for g := range a.dl {
+			if a.dl[g] != b.dl[g] {
+				t.Fatalf("n %d: dl[%d] %g, portable %g", n, g, a.dl[g], b.dl[g])
+			}
+		}
+	})
+}
