@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// benchColdBytes is how much distinct weight data a mat-vec benchmark cycles through: 4× the 32 MiB
-// last-level cache, so every call reads its matrix from DRAM as a decode step does.
-const benchColdBytes = 128 << 20
+// benchColdBytes is how much distinct weight data a mat-vec benchmark cycles through: as much as the
+// bandwidth buffer (at least 256 MiB, and twice the last-level cache), so every call reads its
+// matrix from DRAM as a decode step does.
+var benchColdBytes = bandwidthBytes()
 
 // benchArena holds random packed bytes and valid bf16 scales/biases that benchmark matrices alias.
 var benchArena = sync.OnceValue(func() (a struct {
@@ -35,7 +36,7 @@ var benchArena = sync.OnceValue(func() (a struct {
 
 // bwBuffer is the buffer the paired bandwidth passes read (as MeasureReadBandwidth's).
 var bwBuffer = sync.OnceValue(func() []uint64 {
-	buf := make([]uint64, bandwidthBytes/8)
+	buf := make([]uint64, bandwidthBytes()/8)
 	for i := range buf {
 		buf[i] = uint64(i) * 0x9e3779b97f4a7c15
 	}
@@ -54,11 +55,11 @@ func pairedRounds(k *Kernels) int {
 }
 
 // passBytes is how much weight data one timed pass of rooflineFrac reads. Passes continue cyclically
-// through the benchColdBytes set, so the data they read was last touched 96 MiB earlier.
+// through the benchColdBytes set, so the data they read was last touched most of that set earlier.
 const passBytes = 32 << 20
 
 // rooflineFrac alternates pass (which returns the weight bytes it read) with a read-bandwidth pass
-// of the same size (passBytes, the next window of the 256 MiB buffer) on k's pool, and returns the
+// of the same size (passBytes, the next window of the bandwidth buffer) on k's pool, and returns the
 // best kernel GB/s and its fraction of the best bandwidth. Equal sizes give both the same chance of
 // catching a quiet moment on a shared machine.
 func rooflineFrac(k *Kernels, pass func() int64) (gbs, frac float64) {
