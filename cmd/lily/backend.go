@@ -33,7 +33,7 @@ type backendSpec struct {
 // addFastFlags registers the fast backend's flags, shared by every command that builds one.
 func addFastFlags(fs *pflag.FlagSet, s *backendSpec) {
 	fs.StringVar(&s.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
-	fs.BoolVar(&s.int16, "int16-activations", false, "fast on the cpu: every 4-bit decode mat-vec reads int16 activations (faster; measured fidelity cost in README)")
+	fs.BoolVar(&s.int16, "int16-activations", false, "fast on the cpu: every 4-bit decode mat-vec reads int16 activations (faster without AVX-512 VNNI, slower with it; measured fidelity cost in README)")
 }
 
 // openBackend finds the checkpoint (dir, or the Hugging Face cache when dir is empty), maps it,

@@ -16,11 +16,17 @@
 // conversion), ~26 vector instructions per 128 weights. QMatVecQ16 rounds the activations to int16
 // per group of 64 (x ≈ d·q, d = max|x|/32767) and sums exact integer products with VPMADDWD; its
 // error budget, checked by TestQMatVecQ16Budget: |y − y_exact| ≤ Σ_g |scale_g|·(d_g/2)·Σ_{i∈g} q_i
-// (plus float32 rounding). The fast engine uses it for the lm_head only unless asked.
+// (plus float32 rounding). The fast engine uses it for the lm_head only unless asked, and not at all
+// where the CPU has AVX-512 VNNI ([Kernels.VNNI]): there QMatVec runs 4-bit rows of whole 8-group
+// blocks on VPDPBUSD, with x prepared as three int8 limbs per element (x ≈ (d/65536)·(65536·a +
+// 256·b + c), d = max|x|/127 per group: within d/131072, 6e-8 of the group's largest |x|, which is
+// float32's own rounding), the dot products exact in int32: ~17 instructions per 128 weights, about
+// 10 cycles, against ~19 for the float32 loop (budget: TestQMatVecLimbBudget). That kernel is
+// written in Go assembly (qmv_vnni_amd64.s): archsimd has no VPDPBUSD.
 //
-// The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0,
-// prefetch_amd64.s: the one assembly function of the package, as neither archsimd nor the compiler
-// expose a prefetch). Without it the hardware prefetchers left each core stalled on DRAM about as
+// The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
+// prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
+// and inline in the VNNI loop). Without it the hardware prefetchers left each core stalled on DRAM about as
 // long as it computed (one worker, 4-bit [2048, 2048] from DRAM: 6.6 → 9.1 GB/s).
 //
 // Weights stay in their stored form: packed []byte (little-endian uint32 words, element k of a word in

@@ -32,6 +32,15 @@ func randVec(r *rand.Rand, n int) []float32 {
 	return x
 }
 
+// rmsOf returns the root mean square of y (the scale the budget tests report errors against).
+func rmsOf(y []float64) float64 {
+	var s float64
+	for _, e := range y {
+		s += e * e
+	}
+	return math.Sqrt(s / float64(len(y)))
+}
+
 // oracleQ returns q of element (o, i) of m, read the plain way (model.md §3.1 index math).
 func oracleQ(m *QMat, o, i int) float64 {
 	word := m.W[o*m.RowBytes()+i*m.Bits/32*4:]

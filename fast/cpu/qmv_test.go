@@ -59,11 +59,7 @@ func TestQMatVecQ16Budget(t *testing.T) {
 				y := make([]float32, out)
 				k.QMatVecQ16(y, m, v)
 				want, mass := oracleQMatVec(m, x)
-				var ms float64
-				for _, w := range want {
-					ms += w * w
-				}
-				rms := math.Sqrt(ms / float64(out))
+				rms := rmsOf(want)
 				for o := range out {
 					if out >= 200 {
 						worst = math.Max(worst, math.Abs(float64(y[o])-want[o])/rms)
@@ -107,11 +103,7 @@ func TestQMatVecLimbBudget(t *testing.T) {
 				y := make([]float32, out)
 				k.QMatVec(y, m, v)
 				want, mass := oracleQMatVec(m, x)
-				var ms float64
-				for _, w := range want {
-					ms += w * w
-				}
-				rms := math.Sqrt(ms / float64(out))
+				rms := rmsOf(want)
 				for o := range out {
 					var budget float64
 					for g := range m.Groups() {
