@@ -145,9 +145,16 @@ func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
 // become e^{score−mx} in place (the weights of the block's values) and sum grows by their total.
 // sc: [keys]; acc: [D].
 func (o vecOps) foldScores(sc, acc []float32, mx *float32, sum *float64) {
-	bm := sc[0]
-	for _, e := range sc {
-		bm = max(bm, e)
+	var bm float32
+	if o.k != nil {
+		bm = o.k.MaxOf(sc)
+	} else {
+		bm = sc[0]
+		for _, e := range sc[1:] {
+			if e > bm {
+				bm = e
+			}
+		}
 	}
 	if bm > *mx {
 		f := float32(math.Exp(float64(*mx - bm)))

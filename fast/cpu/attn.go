@@ -17,6 +17,26 @@ func (k *Kernels) Dots(out, q, rows []float32, stride int) {
 // ExpShift replaces x by e^{x − m} and returns Σ e^{x − m} (float64 sum of the float32 values).
 func (k *Kernels) ExpShift(x []float32, m float32) float64 { return k.f.expShift(x, m, k.exp) }
 
+// MaxOf returns the largest element of x (len(x) ≥ 1; a NaN element may or may not be returned).
+// The softmax folds take each block's maximum with it: the builtin max's NaN and signed-zero
+// checks made the plain loop a chain of compares and branches, a fifth of an attention profile.
+func (k *Kernels) MaxOf(x []float32) float32 {
+	if len(x) == 0 {
+		panic("cpu: MaxOf of no elements")
+	}
+	return k.f.maxOf(x)
+}
+
+func maxOfPortable(x []float32) float32 {
+	m := x[0]
+	for _, e := range x[1:] {
+		if e > m {
+			m = e
+		}
+	}
+	return m
+}
+
 // AxpyRows computes acc[i] += Σ_t p[t]·rows[t·stride + i] for t < len(p), i < len(acc).
 func (k *Kernels) AxpyRows(acc, p, rows []float32, stride int) {
 	if n := len(p); n > 0 && (stride < len(acc) || len(rows) < (n-1)*stride+len(acc)) {

@@ -78,6 +78,31 @@ func expShiftSIMD(x []float32, m float32, c *expConsts) float64 {
 	return s + expShiftPortable(x[i:], m, c)
 }
 
+// maxOfSIMD is maxOfPortable 16 lanes at a time (AVX-512, n ≥ 16), the lanes reduced in scalar
+// code after the vector state is cleared.
+func maxOfSIMD(x []float32) float32 {
+	n := len(x)
+	if n < 16 || !archsimd.X86.AVX512() {
+		return maxOfPortable(x)
+	}
+	px := unsafe.Pointer(&x[0])
+	m := f32x16(px)
+	i := 16
+	for ; i+16 <= n; i += 16 {
+		m = m.Max(f32x16(unsafe.Add(px, 4*i)))
+	}
+	var st [16]float32
+	m.Store(&st)
+	archsimd.ClearAVXUpperBits()
+	r := maxOfPortable(st[:])
+	for _, e := range x[i:] {
+		if e > r {
+			r = e
+		}
+	}
+	return r
+}
+
 // axpyRowsSIMD is axpyRowsPortable 128 accumulator lanes at a time held in registers across all
 // keys: per key one broadcast of p[t] and eight FMAs. Needs AVX-512 and len(acc) a multiple of
 // 128; otherwise one axpy a key.

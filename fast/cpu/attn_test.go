@@ -67,3 +67,26 @@ func TestAttentionHelpersMatchFloat64(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxOf checks MaxOf on every variant against a plain loop: lengths around the 16-lane step,
+// values of both signs, the maximum anywhere (including the scalar tail).
+func TestMaxOf(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	for name, k := range variants(p) {
+		t.Run(name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				n := rapid.IntRange(1, 100).Draw(t, "n")
+				x := randVec(rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 8)), n)
+				x[rapid.IntRange(0, n-1).Draw(t, "at")] = float32(rapid.Float64Range(-1, 6).Draw(t, "peak"))
+				want := x[0]
+				for _, e := range x {
+					want = max(want, e)
+				}
+				if got := k.MaxOf(x); got != want {
+					t.Fatalf("n %d: MaxOf = %g, want %g", n, got, want)
+				}
+			})
+		})
+	}
+}

@@ -37,6 +37,7 @@ type impl struct {
 	scoreTile          func(s, q []float32, m, d int, keys []float32, ks, n int)
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
 	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
+	maxOf              func(x []float32) float32
 }
 
 func portableImpl() impl {
@@ -45,7 +46,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
-		scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
+		maxOf: maxOfPortable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 	}
 }
 

@@ -54,6 +54,7 @@ func simdImpl(level simdLevel) impl {
 		scoreTile:   scoreTileSIMD,
 		accumTile:   accumTileSIMD,
 		deltaUpdate: deltaUpdateSIMD,
+		maxOf:       maxOfSIMD,
 	}
 }
 
