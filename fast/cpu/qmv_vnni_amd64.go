@@ -9,7 +9,9 @@ import "unsafe"
 // prepareLimbs), the dot products in exact integers, the rows, their scales, biases and prefetch in
 // one assembly loop (qmv_vnni_amd64.s; neither archsimd nor the compiler have VPDPBUSD). Rows
 // whose group count is not a multiple of 8 (none of the real model's) run the float32 512-bit
-// kernel instead.
+// kernel instead. Thread mapping: the pool hands each worker ranges of whole 8-row blocks (as for
+// every mat-vec); one assembly call runs a worker's range, a row at a time, one 8-group block (four
+// pairs of groups) per loop pass.
 func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 	groups := m.Groups()
 	if groups%8 != 0 {
