@@ -1,0 +1,249 @@
+//go:build goexperiment.simd && amd64
+
+#include "textflag.h"
+
+// func scoreQuads(s *float32, sRow int, q *float32, qRow int, keys *float32, kRow, d, quads int)
+//
+// The scores of 4 query rows against quads×4 keys: s[i·sRow + 4c + j] = q_i · key_{4c+j} for
+// i, j < 4, c < quads (sRow, qRow and kRow in bytes between rows; d a positive multiple of 16).
+// Per key quad, 16 accumulators (Z16–Z31: row i, key j in Z(16+4i+j)) take per 16 dimensions four
+// key loads, four query loads and 16 FMAs, each key vector serving the four rows and each query
+// vector the four keys; then each row's four accumulators fold to four sums (256-bit halves added,
+// three VHADDPS, the 128-bit halves added) stored together. Assembly because the tile needs 24
+// vector registers: archsimd code gets 15 from the compiler and spilled two of its 2×4 tile's.
+TEXT ·scoreQuads(SB), NOSPLIT, $0-64
+	MOVQ s+0(FP), BX
+	MOVQ sRow+8(FP), R8
+	MOVQ q+16(FP), SI
+	MOVQ qRow+24(FP), R9
+	MOVQ keys+32(FP), DI
+	MOVQ kRow+40(FP), DX
+	MOVQ d+48(FP), CX
+	SHLQ $2, CX
+	LEAQ (SI)(R9*1), R10
+	LEAQ (R10)(R9*1), R11
+	LEAQ (R11)(R9*1), R12
+	MOVQ quads+56(FP), R9
+quad:
+	LEAQ (DI)(DX*1), R13
+	LEAQ (R13)(DX*1), R14
+	LEAQ (R14)(DX*1), R15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	XORQ AX, AX
+step:
+	VMOVUPS (DI)(AX*1), Z0
+	VMOVUPS (R13)(AX*1), Z1
+	VMOVUPS (R14)(AX*1), Z2
+	VMOVUPS (R15)(AX*1), Z3
+	VMOVUPS (SI)(AX*1), Z4
+	VFMADD231PS Z0, Z4, Z16
+	VFMADD231PS Z1, Z4, Z17
+	VFMADD231PS Z2, Z4, Z18
+	VFMADD231PS Z3, Z4, Z19
+	VMOVUPS (R10)(AX*1), Z5
+	VFMADD231PS Z0, Z5, Z20
+	VFMADD231PS Z1, Z5, Z21
+	VFMADD231PS Z2, Z5, Z22
+	VFMADD231PS Z3, Z5, Z23
+	VMOVUPS (R11)(AX*1), Z6
+	VFMADD231PS Z0, Z6, Z24
+	VFMADD231PS Z1, Z6, Z25
+	VFMADD231PS Z2, Z6, Z26
+	VFMADD231PS Z3, Z6, Z27
+	VMOVUPS (R12)(AX*1), Z7
+	VFMADD231PS Z0, Z7, Z28
+	VFMADD231PS Z1, Z7, Z29
+	VFMADD231PS Z2, Z7, Z30
+	VFMADD231PS Z3, Z7, Z31
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB step
+
+	MOVQ BX, AX
+	VEXTRACTF64X4 $1, Z16, Y4
+	VADDPS Y16, Y4, Y0
+	VEXTRACTF64X4 $1, Z17, Y5
+	VADDPS Y17, Y5, Y1
+	VEXTRACTF64X4 $1, Z18, Y6
+	VADDPS Y18, Y6, Y2
+	VEXTRACTF64X4 $1, Z19, Y7
+	VADDPS Y19, Y7, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (AX)
+	ADDQ R8, AX
+	VEXTRACTF64X4 $1, Z20, Y4
+	VADDPS Y20, Y4, Y0
+	VEXTRACTF64X4 $1, Z21, Y5
+	VADDPS Y21, Y5, Y1
+	VEXTRACTF64X4 $1, Z22, Y6
+	VADDPS Y22, Y6, Y2
+	VEXTRACTF64X4 $1, Z23, Y7
+	VADDPS Y23, Y7, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (AX)
+	ADDQ R8, AX
+	VEXTRACTF64X4 $1, Z24, Y4
+	VADDPS Y24, Y4, Y0
+	VEXTRACTF64X4 $1, Z25, Y5
+	VADDPS Y25, Y5, Y1
+	VEXTRACTF64X4 $1, Z26, Y6
+	VADDPS Y26, Y6, Y2
+	VEXTRACTF64X4 $1, Z27, Y7
+	VADDPS Y27, Y7, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (AX)
+	ADDQ R8, AX
+	VEXTRACTF64X4 $1, Z28, Y4
+	VADDPS Y28, Y4, Y0
+	VEXTRACTF64X4 $1, Z29, Y5
+	VADDPS Y29, Y5, Y1
+	VEXTRACTF64X4 $1, Z30, Y6
+	VADDPS Y30, Y6, Y2
+	VEXTRACTF64X4 $1, Z31, Y7
+	VADDPS Y31, Y7, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (AX)
+	ADDQ R8, AX
+	ADDQ $16, BX
+	LEAQ (R15)(DX*1), DI
+	DECQ R9
+	JNZ quad
+	VZEROUPPER
+	RET
+
+// func accumOctet(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+//
+// AccumTile for 8 output rows: o[r·oRow + x] += Σ_j pt[8j + r]·v[j·vRow + x] for r < 8, j < n
+// (n ≥ 1) and x < 32·chunks (oRow and vRow in bytes; pt: the 8 rows' weights interleaved by key).
+// Per 32-dimension chunk the 8 rows' outputs live in 16 accumulators (Z16–Z31: row r in Z(16+2r),
+// Z(17+2r)) across all the keys; per key two value loads and eight weight broadcasts feed 16 FMAs,
+// each value vector serving the eight rows (the archsimd 4-row strip reloads it per strip and spends
+// a broadcast shuffle per weight).
+TEXT ·accumOctet(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), BX
+	MOVQ oRow+8(FP), SI
+	MOVQ pt+16(FP), R11
+	MOVQ n+24(FP), R12
+	MOVQ v+32(FP), R13
+	MOVQ vRow+40(FP), DX
+	MOVQ chunks+48(FP), R14
+chunk:
+	MOVQ BX, R8
+	VMOVUPS (R8), Z16
+	VMOVUPS 64(R8), Z17
+	ADDQ SI, R8
+	VMOVUPS (R8), Z18
+	VMOVUPS 64(R8), Z19
+	ADDQ SI, R8
+	VMOVUPS (R8), Z20
+	VMOVUPS 64(R8), Z21
+	ADDQ SI, R8
+	VMOVUPS (R8), Z22
+	VMOVUPS 64(R8), Z23
+	ADDQ SI, R8
+	VMOVUPS (R8), Z24
+	VMOVUPS 64(R8), Z25
+	ADDQ SI, R8
+	VMOVUPS (R8), Z26
+	VMOVUPS 64(R8), Z27
+	ADDQ SI, R8
+	VMOVUPS (R8), Z28
+	VMOVUPS 64(R8), Z29
+	ADDQ SI, R8
+	VMOVUPS (R8), Z30
+	VMOVUPS 64(R8), Z31
+	MOVQ R13, DI
+	MOVQ R11, R9
+	MOVQ R12, R10
+key:
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	VBROADCASTSS 0(R9), Z2
+	VBROADCASTSS 4(R9), Z3
+	VBROADCASTSS 8(R9), Z4
+	VBROADCASTSS 12(R9), Z5
+	VBROADCASTSS 16(R9), Z6
+	VBROADCASTSS 20(R9), Z7
+	VBROADCASTSS 24(R9), Z8
+	VBROADCASTSS 28(R9), Z9
+	VFMADD231PS Z0, Z2, Z16
+	VFMADD231PS Z1, Z2, Z17
+	VFMADD231PS Z0, Z3, Z18
+	VFMADD231PS Z1, Z3, Z19
+	VFMADD231PS Z0, Z4, Z20
+	VFMADD231PS Z1, Z4, Z21
+	VFMADD231PS Z0, Z5, Z22
+	VFMADD231PS Z1, Z5, Z23
+	VFMADD231PS Z0, Z6, Z24
+	VFMADD231PS Z1, Z6, Z25
+	VFMADD231PS Z0, Z7, Z26
+	VFMADD231PS Z1, Z7, Z27
+	VFMADD231PS Z0, Z8, Z28
+	VFMADD231PS Z1, Z8, Z29
+	VFMADD231PS Z0, Z9, Z30
+	VFMADD231PS Z1, Z9, Z31
+	ADDQ DX, DI
+	ADDQ $32, R9
+	DECQ R10
+	JNZ key
+	MOVQ BX, R8
+	VMOVUPS Z16, (R8)
+	VMOVUPS Z17, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z18, (R8)
+	VMOVUPS Z19, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z20, (R8)
+	VMOVUPS Z21, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z22, (R8)
+	VMOVUPS Z23, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z24, (R8)
+	VMOVUPS Z25, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z26, (R8)
+	VMOVUPS Z27, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z28, (R8)
+	VMOVUPS Z29, 64(R8)
+	ADDQ SI, R8
+	VMOVUPS Z30, (R8)
+	VMOVUPS Z31, 64(R8)
+	ADDQ $128, BX
+	ADDQ $128, R13
+	DECQ R14
+	JNZ chunk
+	VZEROUPPER
+	RET
