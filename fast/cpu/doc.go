@@ -22,7 +22,9 @@
 // 256·b + c), d = max|x|/127 per group: within d/131072, 6e-8 of the group's largest |x|, which is
 // float32's own rounding), the dot products exact in int32: ~17 instructions per 128 weights, about
 // 10 cycles, against ~19 for the float32 loop (budget: TestQMatVecLimbBudget). That kernel is
-// written in Go assembly (qmv_vnni_amd64.s): archsimd has no VPDPBUSD.
+// written in Go assembly (qmv_vnni_amd64.s): archsimd has no VPDPBUSD. So are the AVX-512 attention
+// tiles (attn_tile_asm_amd64.s: 4×4 scores, 8 rows × 32 dimensions of values), which need more
+// than the 15 vector registers the compiler gives archsimd code.
 //
 // The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
 // prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
