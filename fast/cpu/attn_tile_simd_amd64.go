@@ -20,10 +20,8 @@ func scoreTileSIMD(s, q []float32, m, d int, keys []float32, ks, n int) {
 	m4, n4 := m&^3, n&^3
 	for i := 0; i < m4; i += 4 {
 		scoreQuads(&s[i*n], 4*n, &q[i*d], 4*d, &keys[0], 4*ks, d, n4/4)
-		for r := i; r < i+4; r++ {
-			for j := n4; j < n; j++ {
-				s[r*n+j] = dotSIMD(q[r*d:(r+1)*d], keys[j*ks:j*ks+d])
-			}
+		for r := i; r < i+4 && n4 < n; r++ {
+			dotsSIMD(s[r*n+n4:(r+1)*n], q[r*d:(r+1)*d], keys[n4*ks:], ks)
 		}
 	}
 	if m4 < m {
