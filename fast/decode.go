@@ -126,7 +126,7 @@ func (s *Session) vec(n int) *cpu.Vec {
 	s.vecUsed[n] = i + 1
 	bufs := s.vecBufs[n]
 	if i == len(bufs) {
-		bufs = append(bufs, cpu.NewVec(n))
+		bufs = append(bufs, s.m.k.NewVec(n))
 		s.vecBufs[n] = bufs
 	}
 	return bufs[i]

@@ -95,6 +95,10 @@ func (k *Kernels) SIMD() bool { return k.simd }
 // float32 and the int16 kernels.
 func (k *Kernels) VNNI() bool { return k.f.vnni }
 
+// NewVec allocates a Vec for inputs of length n with what these kernels read: the VNNI limb copy
+// only where QMatVec runs on it (preparing it costs about a third of Vec.Prepare).
+func (k *Kernels) NewVec(n int) *Vec { return newVec(n, k.f.vnni) }
+
 // Pool returns the pool the kernels run on.
 func (k *Kernels) Pool() *Pool { return k.pool }
 
@@ -159,5 +163,8 @@ func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
 	}
 	if v.n != m.In || len(y) < m.Out {
 		panic(fmt.Sprintf("cpu: QMatVec: W [%d, %d], x [%d], y [%d]", m.Out, m.In, v.n, len(y)))
+	}
+	if k.f.vnni && m.Bits == 4 && v.l8 == nil {
+		panic("cpu: QMatVec: Vec without the limb copy the VNNI kernel reads (use Kernels.NewVec)")
 	}
 }

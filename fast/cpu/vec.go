@@ -15,7 +15,8 @@ import "math"
 //     Q16 kernel, and corr: [In/64] qMid·(Σx − d·Σq), the rounding error of the int16 copy
 //     that a weight at the middle of the 4-bit range would see (see PrepareQ16);
 //   - l8, dl: x per pair of groups as three int8 limbs, and the limbs' scale per group, for the
-//     VNNI kernel (see prepareLimbs).
+//     VNNI kernel (see prepareLimbs); nil in a Vec from a Kernels.NewVec whose kernels do not
+//     read them.
 //
 // A Vec is owned by one goroutine; the kernels only read it.
 type Vec struct {
@@ -35,15 +36,24 @@ type Vec struct {
 	hasQ  bool
 }
 
-// NewVec allocates a Vec for inputs of length n (a multiple of 64).
-func NewVec(n int) *Vec {
+// NewVec allocates a Vec for inputs of length n (a multiple of 64) that every kernel can read,
+// the VNNI mat-vec's limbs included. [Kernels.NewVec] leaves them out where its kernels do not
+// read them.
+func NewVec(n int) *Vec { return newVec(n, true) }
+
+// newVec allocates a Vec; limbs says whether it carries (and Prepare fills) the limb copy.
+func newVec(n int, limbs bool) *Vec {
 	g := n / GroupSize
-	return &Vec{
+	v := &Vec{
 		n: n, x: make([]float32, n), sum: make([]float32, g),
 		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
-		l8: make([]int8, g/2*limbBytes), dl: make([]float32, g), inv: make([]float64, g), lanes: make([]float32, 16*g),
 	}
+	if limbs {
+		v.l8, v.dl = make([]int8, g/2*limbBytes), make([]float32, g)
+		v.inv, v.lanes = make([]float64, g), make([]float32, 16*g)
+	}
+	return v
 }
 
 // Len returns the input length.
@@ -73,7 +83,9 @@ func (v *Vec) Prepare(x []float32) {
 	if len(v.sum)%2 != 0 {
 		copy(v.p16[pairs*2*GroupSize:], v.p4[pairs*2*GroupSize:])
 	}
-	v.prepareLimbs(x)
+	if v.l8 != nil {
+		v.prepareLimbs(x)
+	}
 }
 
 // qMid is the middle of the 4-bit weight range [0, 15] (see PrepareQ16).
