@@ -48,15 +48,19 @@ func backends(t *testing.T, ck *checkpoint.Checkpoint) (engine.Backend, engine.B
 
 func backendsWith(t *testing.T, ck *checkpoint.Checkpoint, opt fast.Options) (engine.Backend, engine.Backend) {
 	t.Helper()
-	rm, err := ref.New(ck.Weights)
+	rb, err := ref.Open(ck.Weights, ref.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := fast.New(ck.Weights, cpu.New(cpu.NewPool(2)), opt)
+	if opt.Threads == 0 {
+		opt.Threads = 2
+	}
+	fb, err := fast.Open(ck.Weights, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ref.NewBackend(rm), fm
+	t.Cleanup(func() { fb.Close() })
+	return rb, fb
 }
 
 func randomTokens(n, vocab int, seed uint64) []int32 {

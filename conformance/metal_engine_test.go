@@ -121,16 +121,15 @@ func TestMetalEngineGPU(t *testing.T) {
 // a dense layout and of bad input.
 func checkMetalEngine(t *testing.T, dev metal.Device) {
 	ck := metalCheckpoint(t, "mlx")
-	mb, err := metal.NewEngine(ck.Weights, dev, 256)
+	mb, err := metal.Open(ck.Weights, metal.Options{Dev: dev, MaxContext: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mb.Close() })
-	rm, err := ref.New(ck.Weights)
+	rb, err := ref.Open(ck.Weights, ref.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := ref.NewBackend(rm)
 	ctx := context.Background()
 
 	t.Run("teacher_forced", func(t *testing.T) {
@@ -234,7 +233,7 @@ func checkMetalEngine(t *testing.T, dev metal.Device) {
 
 	t.Run("rejects_dense_layout", func(t *testing.T) {
 		hf := metalCheckpoint(t, "hf")
-		_, err := metal.NewEngine(hf.Weights, dev, 256)
+		_, err := metal.Open(hf.Weights, metal.Options{Dev: dev, MaxContext: 256})
 		if !errors.Is(err, metal.ErrDenseLayout) {
 			t.Fatalf("dense HF checkpoint: got %v, want ErrDenseLayout", err)
 		}
@@ -273,16 +272,15 @@ func checkMetalFixture(t *testing.T, dev metal.Device, name string) {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	mb, err := metal.NewEngine(ck.Weights, dev, 64)
+	mb, err := metal.Open(ck.Weights, metal.Options{Dev: dev, MaxContext: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mb.Close()
-	rm, err := ref.New(ck.Weights)
+	rb, err := ref.Open(ck.Weights, ref.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := ref.NewBackend(rm)
 	r, err := fidelity.Compare(context.Background(), rb, mb, metalTokens(16, rb.VocabSize(), 12))
 	if err != nil {
 		t.Fatal(err)

@@ -71,18 +71,14 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
 // Where the kernels have AVX-512 VNNI (cpu.Kernels.VNNI) the plain mat-vec is both faster and
 // exact to float32's rounding, and the lm_head takes it instead.
-func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, s.m.k == nil || !s.m.k.VNNI()) }
+func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, !s.m.k.VNNI()) }
 
 // vecsWith runs gathered mat-vecs. On the fast/cpu kernels the quantized ones run as one pool
 // dispatch (cpu.Kernels.QMatVecs), each distinct input vector prepared once (group sums, SIMD
 // orders, the int16 copy when q16) for all the matrices that read it; bf16 ones run after, each
-// split across the pool. With plain loops they run as one dispatch over all their rows.
+// split across the pool; any other dense one on the plain loops.
 func (s *Session) vecsWith(jobs []vecJob, q16 bool) {
 	m := s.m
-	if m.k == nil {
-		m.plainVecs(jobs)
-		return
-	}
 	clear(s.vecUsed)
 	mv := s.mv[:0]
 	var last []float32

@@ -32,10 +32,6 @@ type mulJob struct {
 // rest with the plain loops.
 func (s *Session) muls(jobs ...mulJob) {
 	m := s.m
-	if m.k == nil {
-		m.plainMuls(jobs...)
-		return
-	}
 	var few []vecJob
 	for _, j := range jobs {
 		if j.rows == 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // Device returns the device the engine runs on.
-func (e *Engine) Device() Device { return e.dev }
+func (e *Model) Device() Device { return e.dev }
 
 // copyBytes is the buffer MeasureCopyBandwidth copies: far larger than any GPU cache.
 const copyBytes = 256 << 20

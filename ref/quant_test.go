@@ -41,7 +41,7 @@ func handQuantized() checkpoint.Matrix {
 
 func TestRowDequantizesByHand(t *testing.T) {
 	m := handQuantized()
-	if err := CheckMatrix(&m); err != nil {
+	if err := m.Check(); err != nil {
 		t.Fatal(err)
 	}
 	row := make([]float32, 8)
@@ -70,20 +70,20 @@ func TestRowDequantizesByHand(t *testing.T) {
 	}
 }
 
-func TestCheckMatrixRejectsMisSized(t *testing.T) {
+func TestMatrixCheckRejectsMisSized(t *testing.T) {
 	m := handQuantized()
 	m.W.Data = m.W.Data[:4]
-	if CheckMatrix(&m) == nil {
+	if m.Check() == nil {
 		t.Error("truncated packed weight accepted")
 	}
 	m = handQuantized()
 	m.Scales.Data = m.Scales.Data[:2]
-	if CheckMatrix(&m) == nil {
+	if m.Check() == nil {
 		t.Error("truncated scales accepted")
 	}
 	m = handQuantized()
 	m.RowOffset = 1
-	if CheckMatrix(&m) == nil {
+	if m.Check() == nil {
 		t.Error("row window past the stored rows accepted")
 	}
 	if err := MatVec(&m, 0, make([]float32, 7), make([]float32, 2)); err == nil {
@@ -163,7 +163,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		if err := CheckMatrix(&m); err != nil {
+		if err := m.Check(); err != nil {
 			rt.Fatal(err)
 		}
 		row := make([]float32, in)

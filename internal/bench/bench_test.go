@@ -18,6 +18,7 @@ func (f *fake) Name() string                        { return "fake" }
 func (f *fake) VocabSize() int                      { return 16 }
 func (f *fake) MaxContext() int                     { return f.ctx }
 func (f *fake) NewSession() (engine.Session, error) { return &fakeSession{}, nil }
+func (f *fake) Close() error                        { return nil }
 
 func (s *fakeSession) Len() int                           { return s.n }
 func (s *fakeSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
