@@ -64,7 +64,7 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 
 // vecsQ16 runs gathered mat-vecs whose 4-bit matrices read int16 activations
 // (cpu.Kernels.QMatVecQ16): up to 1.5e-5 of each 64-group's largest input off, against float32
-// rounding, and faster (the kernel about 1.3× in cache; whole decode up to 1.2×). The decode plan
+// rounding, and faster where the CPU lacks AVX-512 VNNI. The decode plan
 // uses it by default only where the error cannot feed back into the session's state: the lm_head, whose output is the logits and nothing else.
 // On the fixture models that leaves the decode plan's agreement with ref as it was (teacher-forced
 // top-1 100%, |Δlogp| ≤ 2e-4); using it everywhere (Options.Int16Activations) flipped an expert
@@ -224,8 +224,7 @@ func normQK(d *gdnDims, u []float32, s float32) {
 
 // moeDecode: b.r = MoE(b.a) — one dispatch for the router, the shared expert's gate and its gate
 // and up projections (all read b.a: the shared expert's 4-bit rows stream while the small 8-bit
-// router computes; on its own that dispatch ran at 10 GB/s, and the change took about 1 ms off a
-// 40-layer decode step), router top-k, one dispatch for the k experts' gate and up, one for every
+// router computes, which alone would be too small a dispatch to reach the bandwidth), router top-k, one dispatch for the k experts' gate and up, one for every
 // down projection, then the weighted sum.
 func (s *Session) moeDecode(l *layer) {
 	b := s.dec

@@ -52,8 +52,8 @@ type Options struct {
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings).
 	MaxContext int
 	// Int16Activations makes all of decode's 4-bit mat-vecs read their input quantized to int16 per
-	// group of 64 (cpu.Kernels.QMatVecQ16), not only the lm_head's: up to 1.2× faster decode on
-	// AVX-512 without VNNI (with VNNI, slower than the default kernel), but the rounding reaches the
+	// group of 64 (cpu.Kernels.QMatVecQ16), not only the lm_head's: faster decode on AVX-512
+	// without VNNI (with VNNI, slower than the default kernel), but the rounding reaches the
 	// session's state. Off by default: see Session.vecsQ16.
 	Int16Activations bool
 	// Threads is the size of the worker pool (0: one worker per core).

@@ -9,8 +9,7 @@ import (
 // prefillChunk is how many prompt tokens one pass of the prefill plan processes: large enough
 // that each dequantized weight row is reused across many tokens, small enough that the
 // activations of a chunk stay in tens of MB at the real dimensions. At 1,024 an expert sees 32
-// tokens on average (8 of 256 experts per token), against 16 at 512: 4-layer synth prefill at 1K
-// and 4K +3–7%, resident memory at 8K on 8 layers 0.29 → 0.31 GB over the weights.
+// tokens on average (8 of 256 experts per token), enough rows to reuse each dequantized row well.
 const prefillChunk = 1024
 
 // logitRows is how many positions share one pass over lm_head when every position's logits are
@@ -55,8 +54,7 @@ func (s *Session) muls(jobs ...mulJob) {
 
 // mulAsVecsRows is the most token rows a quantized mat-mat runs as mat-vecs: the grouped GEMM
 // dequantizes the whole matrix whatever the row count, which costs more than the fused mat-vecs
-// up to about 5 rows (measured on a 4-bit [512, 2048] expert from DRAM, two workers: 1 row 144
-// against 38 µs, 4 rows 138 against 121 µs, 6 rows 174 against 185 µs).
+// (which read the packed rows once per token row) for a handful of rows.
 const mulAsVecsRows = 4
 
 // plainMuls runs the mat-mats with the plain loops in one parallel dispatch over all their output
