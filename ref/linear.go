@@ -49,11 +49,11 @@ func decode(dt checkpoint.DType, b []byte, dst []float32) {
 	switch dt {
 	case safetensors.BF16:
 		for i := range dst {
-			dst[i] = BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+			dst[i] = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	case safetensors.F16:
 		for i := range dst {
-			dst[i] = F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+			dst[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	default:
 		for i := range dst {
@@ -66,9 +66,9 @@ func decode(dt checkpoint.DType, b []byte, dst []float32) {
 func scalarAt(dt checkpoint.DType, b []byte, i int) float32 {
 	switch dt {
 	case safetensors.BF16:
-		return BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		return safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 	case safetensors.F16:
-		return F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		return safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 	default:
 		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
