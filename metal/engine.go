@@ -44,10 +44,11 @@ type sizes struct {
 	eps                               float32
 }
 
-// newModel prepares w for the Metal plans on dev (which the Model does not own). Only the MLX (quantized) layout runs on Metal:
-// every matrix must be 4- or 8-bit with group size 64. maxCtx bounds a session's length (0 means
-// the config's max_position_embeddings); KV caches grow on demand up to it. The weights must stay
-// valid (mapped) until Close.
+// newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
+// when it opened dev). Only the MLX (quantized) layout runs on Metal: every matrix must be 4- or
+// 8-bit with group size 64. maxCtx bounds a session's length (0 means the config's
+// max_position_embeddings); KV caches grow on demand up to it. The weights must stay valid (mapped)
+// until Close.
 func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 	if w == nil || w.Config == nil {
 		return nil, errors.New("metal: nil weights or config")
