@@ -9,7 +9,6 @@ import (
 	"github.com/lily-engine/lily/internal/safetensors"
 )
 
-
 // Quantize packs w in MLX affine format (model.md §3.1, §3.3): groups of groupSize consecutive
 // elements along In; per group, in float32,
 //

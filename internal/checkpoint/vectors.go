@@ -76,4 +76,3 @@ func toFloat32(t Tensor) ([]float32, error) {
 	}
 	return out, nil
 }
-
