@@ -157,7 +157,7 @@ func (s *Server) fit(r *engine.Request, g genParams, minMax int) error {
 	} else {
 		r.MaxTokens = max(s.ctx-len(r.Prompt), 0)
 	}
-	if len(r.Prompt)+r.MaxTokens > s.ctx || r.MaxTokens < minMax {
+	if r.MaxTokens > s.ctx-len(r.Prompt) || r.MaxTokens < minMax { // no sum: max_tokens may be near MaxInt
 		return &engine.ContextLengthError{Prompt: len(r.Prompt), MaxTokens: max(r.MaxTokens, minMax), Context: s.ctx}
 	}
 	return s.eng.Check(r)
