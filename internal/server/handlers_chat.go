@@ -196,8 +196,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, e
 	})
 	if err != nil {
 		if r.Context().Err() == nil {
-			_, body := errorInfo(err)
-			_ = sse.event(body)
+			_ = sse.event(s.streamErrorBody(r, err))
 			sse.done()
 		}
 		return nil

@@ -204,8 +204,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, t *tic
 	})
 	if err != nil {
 		if r.Context().Err() == nil {
-			_, body := errorInfo(err)
-			_ = sse.event(body)
+			_ = sse.event(s.streamErrorBody(r, err))
 			sse.done()
 		}
 		return nil

@@ -24,6 +24,10 @@ type Config struct {
 	QueueSize int
 	// MaxBody is the request body limit in bytes (default 8 MiB).
 	MaxBody int64
+	// BodyTimeout bounds the reading of one request body (default 30 s); BodyReads is how many
+	// bodies may be read at once, more get 503 (default 16).
+	BodyTimeout time.Duration
+	BodyReads   int
 	// Loopback says the server is bound to a loopback address: Host headers must then name
 	// localhost, 127.0.0.1 or [::1] (any port) or one of AllowHosts, against DNS rebinding.
 	Loopback   bool
@@ -56,6 +60,7 @@ type Server struct {
 	defaults engine.Sampling
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
+	bodies   *bodyGuard
 	handler  http.Handler
 }
 
@@ -84,6 +89,13 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxBody <= 0 {
 		s.cfg.MaxBody = 8 << 20
 	}
+	if s.cfg.BodyTimeout <= 0 {
+		s.cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if s.cfg.BodyReads <= 0 {
+		s.cfg.BodyReads = defaultBodyReads
+	}
+	s.bodies = newBodyGuard(s.cfg.BodyReads, s.cfg.BodyTimeout)
 	if s.cfg.KeepAlive == 0 {
 		s.cfg.KeepAlive = 5 * time.Second
 	}

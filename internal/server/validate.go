@@ -23,7 +23,11 @@ const (
 func decodeBody(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return err // *http.MaxBytesError → 413
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err // → 413
+		}
+		return &BodyError{Err: err} // malformed chunking, short body, deadline: the client's
 	}
 	return decodeJSON(body, v)
 }
