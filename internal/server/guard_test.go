@@ -39,9 +39,9 @@ func TestCrossOriginRefused(t *testing.T) {
 	}{
 		{"", "http://localhost:5173", 200},
 		{"", "http://" + strings.TrimPrefix(e.TS.URL, "http://"), 200}, // own origin
-		{"lily.lan" + port, "http://lily.lan" + port, 200},              // own origin by an allowed name
-		{"lily.lan" + port, "http://lily.lan:1", 403},                   // another port is another origin
-		{"evil.example" + port, "http://evil.example" + port, 403},      // rebinding: Host refused first
+		{"lily.lan" + port, "http://lily.lan" + port, 200},             // own origin by an allowed name
+		{"lily.lan" + port, "http://lily.lan:1", 403},                  // another port is another origin
+		{"evil.example" + port, "http://evil.example" + port, 403},     // rebinding: Host refused first
 	} {
 		req, _ := http.NewRequest("POST", e.TS.URL+"/v1/chat/completions", strings.NewReader(chatHi))
 		req.Header.Set("Content-Type", "application/json")
