@@ -10,6 +10,7 @@ import (
 // generate waits for the ticket's turn, then runs the request on the engine. Both end early when
 // ctx ends (the client went away), the engine within one decode step.
 func (s *Server) generate(ctx context.Context, t *ticket, r *engine.Request, emit func(engine.Step) error) (*engine.Result, error) {
+	releasePrep(ctx) // the pre-queue work is done
 	if err := t.wait(ctx); err != nil {
 		return nil, err
 	}

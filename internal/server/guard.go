@@ -98,6 +98,7 @@ type guardedBody struct {
 	rc   *http.ResponseController
 	g    *bodyGuard
 	once sync.Once
+	n    int64 // bytes read
 }
 
 // acquire takes a slot for r's body and sets its read deadline; the caller must call release.
@@ -115,6 +116,7 @@ func (g *bodyGuard) acquire(w http.ResponseWriter, r *http.Request) (*guardedBod
 
 func (b *guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
 	if err != nil {
 		b.release(err == io.EOF)
 	}

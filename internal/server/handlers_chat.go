@@ -95,6 +95,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return &TemplateError{Err: err}
 	}
+	if err := s.checkTextFits(text, 1); err != nil {
+		return err
+	}
 	er := &engine.Request{
 		Prompt:      s.m.Tok.Encode(text),
 		StopIDs:     s.stopIDs,

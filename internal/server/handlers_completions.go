@@ -93,6 +93,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 	} else {
+		if err := s.checkTextFits(p.Text, 0); err != nil {
+			return err
+		}
 		er.Prompt = s.m.Tok.Encode(p.Text)
 	}
 	if err := s.fit(er, g, 0); err != nil {

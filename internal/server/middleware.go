@@ -100,7 +100,13 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				return
 			}
 			defer gb.release(false)
+			defer func() { s.reclaim.after(gb.n) }()
 			r.Body = gb
+		}
+		if s.jsonRoute(r) {
+			ctx, slot := s.prep.withPrepSlot(r.Context())
+			defer slot.release()
+			r = r.WithContext(ctx)
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody) // w: so net/http closes the connection on overflow
 		next.ServeHTTP(rec, r)

@@ -61,6 +61,10 @@ type Server struct {
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
 	bodies   *bodyGuard
+	prep     *prepGate
+	reclaim  reclaimer
+	// maxTokBytes is the longest text one token stands for (checkTextFits).
+	maxTokBytes int
 	handler  http.Handler
 }
 
@@ -96,6 +100,8 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.BodyReads = defaultBodyReads
 	}
 	s.bodies = newBodyGuard(s.cfg.BodyReads, s.cfg.BodyTimeout)
+	s.prep = &prepGate{slots: make(chan struct{}, prepWorkers)}
+	s.maxTokBytes = maxTokenBytes(m.Tok)
 	if s.cfg.KeepAlive == 0 {
 		s.cfg.KeepAlive = 5 * time.Second
 	}

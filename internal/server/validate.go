@@ -29,6 +29,9 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		return &BodyError{Err: err} // malformed chunking, short body, deadline: the client's
 	}
+	if err := acquirePrep(r.Context()); err != nil { // decoding, rendering, tokenizing: bounded
+		return err
+	}
 	return decodeJSON(body, v)
 }
 
