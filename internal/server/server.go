@@ -65,7 +65,7 @@ type Server struct {
 	reclaim  reclaimer
 	// maxTokBytes is the longest text one token stands for (checkTextFits).
 	maxTokBytes int
-	handler  http.Handler
+	handler     http.Handler
 }
 
 // New checks cfg and returns a server.
