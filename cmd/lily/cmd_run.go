@@ -109,6 +109,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if res.Text, err = detokenize(l.dir, res.TokenIDs); err != nil {
 		fmt.Fprintf(stderr, "lily run: text left empty: %v\n", err)
 	}
+	if finiteLogprobs(res) {
+		fmt.Fprintf(stderr, "lily run: warning: the model produced non-finite log-probabilities, shown as %g\n", engine.LogprobFloor)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {

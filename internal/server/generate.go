@@ -51,12 +51,24 @@ func bytesOf(s string) []int {
 // chatLogprob converts an engine token to the chat logprobs entry.
 func (s *Server) chatLogprob(t *engine.Token) TokenLogprob {
 	text := s.tokenText(t.ID)
-	e := TokenLogprob{Token: text, Logprob: t.Logprob, Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
+	e := TokenLogprob{Token: text, Logprob: s.finite(t.Logprob), Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
 	for _, a := range t.Top {
 		at := s.tokenText(a.ID)
-		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: a.Logprob, Bytes: bytesOf(at)})
+		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: s.finite(a.Logprob), Bytes: bytesOf(at)})
 	}
 	return e
+}
+
+// finite is engine.FiniteLogprob for the wire; the first non-finite value is logged (once).
+func (s *Server) finite(v float64) float64 {
+	f, ok := engine.FiniteLogprob(v)
+	if !ok {
+		s.nanOnce.Do(func() {
+			s.log.Warn("the model produced a non-finite log-probability; it is sent as the floor value",
+				"value", v, "floor", engine.LogprobFloor)
+		})
+	}
+	return f
 }
 
 func usage(promptTokens int, res *engine.Result) *Usage {

@@ -32,11 +32,11 @@ func (c *completionLogprobs) add(id int32, t *engine.Token) {
 		c.lp.TopLogprobs = append(c.lp.TopLogprobs, nil)
 		return
 	}
-	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, ptr(t.Logprob))
+	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, ptr(c.s.finite(t.Logprob)))
 	top := make(map[string]float64, len(t.Top))
 	for _, a := range t.Top {
 		if _, dup := top[c.s.tokenText(a.ID)]; !dup {
-			top[c.s.tokenText(a.ID)] = a.Logprob
+			top[c.s.tokenText(a.ID)] = c.s.finite(a.Logprob)
 		}
 	}
 	c.lp.TopLogprobs = append(c.lp.TopLogprobs, top)

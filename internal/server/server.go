@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -61,6 +62,7 @@ type Server struct {
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
 	bodies   *bodyGuard
+	nanOnce  sync.Once // warns of the first non-finite logprob
 	prep     *prepGate
 	reclaim  reclaimer
 	// maxTokBytes is the longest text one token stands for (checkTextFits).
