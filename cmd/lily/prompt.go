@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/lily-engine/lily/internal/safefile"
 	"path/filepath"
 
 	"github.com/lily-engine/lily/internal/chat"
@@ -20,7 +20,7 @@ type chatInput struct {
 
 // readChatFile reads and decodes a --chat FILE.
 func readChatFile(path string) (*chatInput, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxChatFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -69,3 +69,6 @@ func detokenize(dir string, ids []int32) (string, error) {
 	}
 	return tk.Decode(ids, true)
 }
+
+// maxChatFileBytes bounds a --chat FILE.
+const maxChatFileBytes = 64 << 20

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"math"
 	"os"
 	"path/filepath"
@@ -41,12 +42,12 @@ const (
 // LoadConfig reads dir/config.json and, when present, dir/generation_config.json.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	cfg, err := os.ReadFile(path)
+	cfg, err := safefile.ReadFile(path, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	genPath := filepath.Join(dir, "generation_config.json")
-	gen, err := os.ReadFile(genPath)
+	gen, err := safefile.ReadFile(genPath, maxConfigBytes)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -329,3 +330,9 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	}
 	return nil
 }
+
+// Bounds on the JSON files read from a checkpoint directory (the real ones are a few KB).
+const (
+	maxConfigBytes = 16 << 20
+	maxIndexBytes  = 64 << 20
+)

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 	"strings"
 )
@@ -256,18 +256,11 @@ type File struct {
 // Open maps the file at path read-only and validates its header (see ParseHeader). Nothing is
 // copied: tensor data is read through the mapping.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, st, err := safefile.Open(path) // a FIFO or device is refused before it can block
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s: not a regular file", path)
-	}
 	size := st.Size()
 	if size < 8 {
 		return nil, fmt.Errorf("safetensors: %s: file too short (%d bytes)", path, size)
