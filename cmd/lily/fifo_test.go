@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+
+	"github.com/lily-engine/lily/fixtures"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +89,34 @@ func TestFIFOsAndDevicesRefused(t *testing.T) {
 	code, stderr := exitsWithin(t, 20*time.Second, "tokenize", "--model", dir, "--chat", "/dev/zero")
 	if code == 0 || !strings.Contains(stderr, "device") {
 		t.Errorf("--chat /dev/zero: exit %d, %q", code, stderr)
+	}
+}
+
+// TestTokenizerWithoutAddedTokensRefused: a tokenizer.json stripped of its added tokens is refused
+// by tokenize, run and serve, naming the missing special tokens.
+func TestTokenizerWithoutAddedTokensRefused(t *testing.T) {
+	dir := modelWithFIFO(t, "tokenizer.json")
+	p := filepath.Join(dir, "tokenizer.json")
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(fixtures.TinyTokenizerJSON, &f); err != nil {
+		t.Fatal(err)
+	}
+	f["added_tokens"] = []any{}
+	b, _ := json.Marshal(f)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"tokenize", "--model", dir, "--text", "hi"},
+		{"run", "--model", dir, "--prompt", "hi", "--max-tokens", "1"},
+		{"serve", "--model", dir, "--port", "0"},
+	} {
+		code, stderr := exitsWithin(t, 60*time.Second, args...)
+		if code == 0 || !strings.Contains(stderr, "<|im_end|>") || !strings.Contains(stderr, "tokenizer.json") {
+			t.Errorf("%s: exit %d, %q", args[0], code, stderr)
+		}
 	}
 }

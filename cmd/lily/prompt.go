@@ -39,9 +39,17 @@ func (in *chatInput) render() (string, error) {
 	return chat.Render(in.Messages, in.Tools, chat.Options{AddGenerationPrompt: in.AddGenerationPrompt, Extra: in.ChatTemplateKwargs})
 }
 
-// loadTokenizer loads DIR/tokenizer.json.
+// loadTokenizer loads DIR/tokenizer.json and makes sure it has the chat format's added tokens.
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
-	return tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	path := filepath.Join(dir, "tokenizer.json")
+	tk, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.RequireAdded(tokenizer.ChatTokens...); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tk, nil
 }
 
 // encodePrompt turns a text prompt into ids; with asChat it is first rendered as one user turn
