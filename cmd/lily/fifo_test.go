@@ -2,14 +2,14 @@ package main
 
 import (
 	"encoding/json"
-
-	"github.com/lily-engine/lily/fixtures"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lily-engine/lily/fixtures"
 )
 
 // modelWithFIFO copies the tiny MLX fixture into a temporary directory with name replaced by a
