@@ -211,10 +211,10 @@ func topLogprobs(lp []float64, k int) []tokenLogprob {
 // parseIDs parses "1,2,3" (spaces allowed) into token ids.
 func parseIDs(s string) ([]int32, error) {
 	var ids []int32
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("id %d is empty (\"1,,2\" or a trailing comma?)", i+1)
 		}
 		v, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || v < 0 {

@@ -120,3 +120,34 @@ func TestTokenizerWithoutAddedTokensRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestChatFileValidatedLikeRequests: lily tokenize --chat applies the server's validation.
+func TestChatFileValidatedLikeRequests(t *testing.T) {
+	dir := modelWithFIFO(t, "unused")
+	for body, want := range map[string]string{
+		`{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":"yes"}}`: "enable_thinking: must be a boolean",
+		`{"messages":[{"role":"user","content":"x"}],"tools":[1,null,"s"]}`:                             "tools[0]",
+		`{"messages":[{"content":"x"}]}`:                                                                "messages[0].role",
+	} {
+		p := filepath.Join(t.TempDir(), "chat.json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runLily("tokenize", "--model", dir, "--chat", p)
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, %q", body, code, stderr)
+		}
+	}
+}
+
+// TestPromptIDsStrict: an empty id in --prompt-ids is an error, not silently dropped.
+func TestPromptIDsStrict(t *testing.T) {
+	for _, s := range []string{"1,,2", "1,2,", ",1", ""} {
+		if ids, err := parseIDs(s); err == nil {
+			t.Errorf("%q: %v", s, ids)
+		}
+	}
+	if ids, err := parseIDs(" 1, 2 "); err != nil || len(ids) != 2 {
+		t.Fatalf("%v %v", ids, err)
+	}
+}

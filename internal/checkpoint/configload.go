@@ -304,6 +304,7 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	if c.EOSTokenIDs, err = text.intList("eos_token_id"); err != nil {
 		return err
 	}
+	eosFromGen := false
 	if generationJSON != nil {
 		gen, err := parseObject(generationJSON)
 		if err != nil {
@@ -313,6 +314,7 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 			if c.EOSTokenIDs, err = gen.intList("eos_token_id"); err != nil {
 				return genError{err}
 			}
+			eosFromGen = true
 		}
 		if c.BOSTokenID < 0 {
 			if c.BOSTokenID, err = gen.intField("bos_token_id", -1); err != nil {
@@ -325,7 +327,11 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {
-			return fmt.Errorf("eos_token_id %d is outside the vocabulary (%d)", id, c.VocabSize)
+			err := fmt.Errorf("eos_token_id %d is outside the vocabulary (%d)", id, c.VocabSize)
+			if eosFromGen {
+				return genError{err} // blamed on the file it came from
+			}
+			return err
 		}
 	}
 	return nil

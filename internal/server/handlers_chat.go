@@ -74,10 +74,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMessages(req.Messages); err != nil {
-		return err
-	}
-	if err := checkTools(req.Tools); err != nil {
+	opt, err := CheckChatInput(req.Messages, req.Tools, req.ChatTemplateKwargs)
+	if err != nil {
 		return err
 	}
 	top := 0
@@ -86,10 +84,6 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 			return &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
 		}
 		top = *req.TopLogprobs
-	}
-	opt, err := chatOptions(req.ChatTemplateKwargs)
-	if err != nil {
-		return err
 	}
 	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
 	if err != nil {
