@@ -20,7 +20,7 @@ test: lint darwin race
 # in use: the server, the engine, the fast backend end to end on its worker pool, the pool itself,
 # and Metal's device goroutine (the emulator on Linux).
 race:
-	$(GO) test -race -count=1 -timeout 15m ./internal/server/... ./internal/engine/... ./fast/ ./metal/
+	$(GO) test -race -count=1 -timeout 15m ./internal/server/ ./internal/engine/ ./fast/ ./metal/
 	$(GO) test -race -count=1 -timeout 15m -run 'Pool' ./fast/cpu/
 
 test-short:
