@@ -107,6 +107,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if res.Text, err = detokenize(l.dir, res.TokenIDs); err != nil {
 		fmt.Fprintf(stderr, "lily run: text left empty: %v\n", err)
 	}
+	if finiteLogprobs(res) {
+		fmt.Fprintf(stderr, "lily run: warning: the model produced non-finite log-probabilities, shown as %g\n", engine.LogprobFloor)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
@@ -161,10 +164,10 @@ func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, top
 // parseIDs parses "1,2,3" (spaces allowed) into token ids.
 func parseIDs(s string) ([]int32, error) {
 	var ids []int32
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("id %d is empty (\"1,,2\" or a trailing comma?)", i+1)
 		}
 		v, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || v < 0 {

@@ -5,12 +5,10 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 
 	"github.com/lily-engine/lily/internal/chat"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/server"
-	"github.com/lily-engine/lily/internal/tokenizer"
 )
 
 // openModel loads the checkpoint (dir, or the Hugging Face cache when empty) on the named backend
@@ -21,7 +19,7 @@ func openModel(dir string, spec backendSpec, progress func(done, total int64)) (
 		return server.Model{}, nil, err
 	}
 	progress(1, 1)
-	tok, err := tokenizer.Load(filepath.Join(l.dir, "tokenizer.json"))
+	tok, err := loadTokenizer(l.dir)
 	if err != nil {
 		l.close()
 		return server.Model{}, nil, err
