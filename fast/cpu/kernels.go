@@ -27,8 +27,9 @@ type impl struct {
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmRowsFunc
-	qmmPerm            bool // qmm reads X with each group in unpack order (qmmPermute)
-	vnni               bool // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmPerm            bool        // qmm reads X with each group in unpack order (qmmPermute)
+	vnni               bool        // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmTile            qmmTileFunc // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -64,6 +65,11 @@ type Kernels struct {
 	bmv   bf16Task
 	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
 	xperm []float32   // the mat-mat's X as its kernel reads it (qmmPermute)
+	ig    qmmIntTask  // the integer GEMM's task
+	recs  limbRecords // the integer GEMM's token records
+	lvecs []*Vec      // per-worker scratch of the records' preparation
+	limbs int         // limbs the integer GEMM reads: qmmLimbs (tests change it)
+	shift uint        // their relative weight as a shift: limbShift (tests change it)
 
 	exp        *expConsts // the SIMD exp's constants
 	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
@@ -83,7 +89,7 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, exp: newExpConsts()}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts()}
 	return k
 }
 

@@ -1,0 +1,72 @@
+package cpu
+
+// qmmLimbs is how many of the three limbs of each activation the integer prefill GEMM multiplies:
+// two, x ≈ (d/256)·(256·a + b) per group with d = max|x|/127, within d/512 (about 1/65000 of the
+// group's largest |x|, the int16 copy's precision). One limb (int8 activations) moved the 512-wide
+// conformance model's perplexity by more than the budget allows; see TestQMatMatIntBudget.
+const qmmLimbs = 2
+
+// qmmTileFunc computes a 2-row × recTile-token tile of the integer GEMM (qmm4TileVNNI).
+type qmmTileFunc func(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint)
+
+// qmmIntTask is the pool tasks of one integer GEMM: first the records (items are token rows),
+// then the product (items are blocks of qmmVNNIRows output rows).
+type qmmIntTask struct {
+	k    *Kernels
+	y    []float32
+	m    *QMat
+	x    []float32
+	t    int
+	prep bool
+}
+
+func (q *qmmIntTask) Do(w, lo, hi int) {
+	k := q.k
+	if q.prep {
+		for t := lo; t < hi; t++ {
+			k.recs.fill(t, q.x[t*q.m.In:(t+1)*q.m.In], k.lvecs[w], k.limbs)
+		}
+		return
+	}
+	m, r := q.m, &k.recs
+	var out [8]float32
+	for o0 := lo * qmmVNNIRows; o0 < min(hi*qmmVNNIRows, m.Out); o0 += qmmVNNIRows {
+		o1 := min(o0+qmmVNNIRows, m.Out)
+		for t0 := 0; t0 < q.t; t0 += recTile {
+			nt := min(recTile, q.t-t0)
+			rec := r.rec[t0*r.stride:]
+			for o := o0; o < o1; o += 2 {
+				second := min(o+1, o1-1)
+				k.f.qmmTile(&out, m, o, second, rec, r.stride, k.limbs, k.shift)
+				for tt := range nt {
+					q.y[(t0+tt)*m.Out+o] = out[tt]
+					if second != o {
+						q.y[(t0+tt)*m.Out+o+1] = out[recTile+tt]
+					}
+				}
+			}
+		}
+	}
+}
+
+// qmmInt is QMatMat for a 4-bit matrix of whole 8-group blocks on the integer tile: every token
+// row prepared once as limbs (limbRecords, in parallel over rows), then each worker takes blocks
+// of qmmVNNIRows output rows and, for each tile of recTile tokens, runs the rows in pairs. A pair's
+// packed rows are read and unpacked once per tile and multiplied with all its tokens in registers;
+// a block's rows (qmmVNNIRows KiB at In = 2048) stay in L2 across the tiles, a tile's records
+// (recTile·3.6 KiB per 1024 inputs) in L1 across the block.
+func (k *Kernels) qmmInt(y []float32, m *QMat, x []float32, t int) {
+	if len(k.lvecs) == 0 || k.lvecs[0].n != m.In {
+		k.lvecs = make([]*Vec, k.pool.Workers())
+		for i := range k.lvecs {
+			k.lvecs[i] = newVec(m.In, true)
+		}
+	}
+	k.recs.ensure(t, m.In)
+	k.recs.zero(t, (t+recTile-1)/recTile*recTile)
+	k.ig = qmmIntTask{k: k, y: y, m: m, x: x, t: t, prep: true}
+	k.pool.RunTask(t, &k.ig)
+	k.ig.prep = false
+	k.pool.RunTask((m.Out+qmmVNNIRows-1)/qmmVNNIRows, &k.ig)
+	k.ig = qmmIntTask{}
+}
