@@ -34,6 +34,11 @@
 // VPDPBUSD, x read as (d/256)·(256·a + b), within d/512 per group (qmmLimbs; budget:
 // TestQMatMatIntBudget). Elsewhere, and for 8-bit matrices, the float32 row-block kernels run.
 //
+// A KV cache in fp16 (f16.go): [Kernels.F16Row] converts a K or V row on append (round to nearest
+// even; VCVTPS2PH with AVX-512, bit for bit [ToF16]), and [Kernels.ScoreTileF16] and
+// [Kernels.AccumTileF16] widen a block of cached rows (VCVTPH2PS, exact) into the caller's float32
+// scratch and run the float32 tiles on it: the cache reads half the bytes (budget f16KVTol).
+//
 // The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
 // prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
 // and inline in the VNNI loop). Without it the hardware prefetchers left each core stalled on DRAM about as

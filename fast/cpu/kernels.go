@@ -39,6 +39,8 @@ type impl struct {
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
 	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
 	maxOf              func(x []float32) float32
+	toF16              func(dst []uint16, src []float32)
+	fromF16            func(dst []float32, src []uint16)
 }
 
 func portableImpl() impl {
@@ -47,7 +49,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
-		maxOf: maxOfPortable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
+		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 	}
 }
 

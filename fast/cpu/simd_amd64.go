@@ -57,6 +57,8 @@ func simdImpl(level simdLevel) impl {
 		accumTile:   accumTileSIMD,
 		deltaUpdate: deltaUpdateSIMD,
 		maxOf:       maxOfSIMD,
+		toF16:       f32ToF16SIMD,
+		fromF16:     f16ToF32SIMD,
 	}
 }
 
