@@ -61,17 +61,18 @@ type Kernels struct {
 	simd bool
 	f    impl
 
-	mv    qmvTask
-	batch batchTask
-	mm    qmmTask
-	bmv   bf16Task
-	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
-	xperm []float32   // the mat-mat's X as its kernel reads it (qmmPermute)
-	ig    qmmIntTask  // the integer GEMM's task
-	recs  limbRecords // the integer GEMM's token records
-	lvecs []*Vec      // per-worker scratch of the records' preparation
-	limbs int         // limbs the integer GEMM reads: qmmLimbs (tests change it)
-	shift uint        // their relative weight as a shift: limbShift (tests change it)
+	mv      qmvTask
+	batch   batchTask
+	mm      qmmTask
+	bmv     bf16Task
+	buf     [][]float32    // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
+	xperm   []float32      // the mat-mat's X as its kernel reads it (qmmPermute)
+	ig      qmmIntTask     // the integer GEMM's task
+	recs    limbRecords    // the integer GEMM's token records
+	lvecs   map[int][]*Vec // per input width, per-worker scratch of the records' preparation
+	tileOut [][32]float32  // per-worker output of the integer GEMM's tile
+	limbs   int            // limbs the integer GEMM reads: qmmLimbs (tests change it)
+	shift   uint           // their relative weight as a shift: limbShift (tests change it)
 
 	exp        *expConsts // the SIMD exp's constants
 	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)

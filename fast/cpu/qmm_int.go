@@ -18,18 +18,21 @@ type qmmIntTask struct {
 	x    []float32
 	t    int
 	prep bool
+	vecs []*Vec // per-worker scratch of the records' preparation, of width In
 }
 
 func (q *qmmIntTask) Do(w, lo, hi int) {
 	k := q.k
 	if q.prep {
 		for t := lo; t < hi; t++ {
-			k.recs.fill(t, q.x[t*q.m.In:(t+1)*q.m.In], k.lvecs[w], k.limbs)
+			k.recs.fill(t, q.x[t*q.m.In:(t+1)*q.m.In], q.vecs[w], k.limbs)
 		}
 		return
 	}
 	m, r := q.m, &k.recs
-	var out [8]float32
+	// Per worker, 128 bytes apart (no two workers' outputs on one cache line): a local array would
+	// escape to the heap through the func value.
+	out := (*[8]float32)(k.tileOut[w][:8])
 	for o0 := lo * qmmVNNIRows; o0 < min(hi*qmmVNNIRows, m.Out); o0 += qmmVNNIRows {
 		o1 := min(o0+qmmVNNIRows, m.Out)
 		for t0 := 0; t0 < q.t; t0 += recTile {
@@ -37,7 +40,7 @@ func (q *qmmIntTask) Do(w, lo, hi int) {
 			rec := r.rec[t0*r.stride:]
 			for o := o0; o < o1; o += 2 {
 				second := min(o+1, o1-1)
-				k.f.qmmTile(&out, m, o, second, rec, r.stride, k.limbs, k.shift)
+				k.f.qmmTile(out, m, o, second, rec, r.stride, k.limbs, k.shift)
 				for tt := range nt {
 					q.y[(t0+tt)*m.Out+o] = out[tt]
 					if second != o {
@@ -56,15 +59,23 @@ func (q *qmmIntTask) Do(w, lo, hi int) {
 // a block's rows (qmmVNNIRows KiB at In = 2048) stay in L2 across the tiles, a tile's records
 // (recTile·3.6 KiB per 1024 inputs) in L1 across the block.
 func (k *Kernels) qmmInt(y []float32, m *QMat, x []float32, t int) {
-	if len(k.lvecs) == 0 || k.lvecs[0].n != m.In {
-		k.lvecs = make([]*Vec, k.pool.Workers())
-		for i := range k.lvecs {
-			k.lvecs[i] = newVec(m.In, true)
+	vs := k.lvecs[m.In] // an MoE layer alternates input widths (gate/up, then down): one set each
+	if vs == nil {
+		vs = make([]*Vec, k.pool.Workers())
+		for i := range vs {
+			vs[i] = newVec(m.In, true)
 		}
+		if k.lvecs == nil {
+			k.lvecs = map[int][]*Vec{}
+		}
+		k.lvecs[m.In] = vs
+	}
+	if len(k.tileOut) != k.pool.Workers() {
+		k.tileOut = make([][32]float32, k.pool.Workers())
 	}
 	k.recs.ensure(t, m.In)
 	k.recs.zero(t, (t+recTile-1)/recTile*recTile)
-	k.ig = qmmIntTask{k: k, y: y, m: m, x: x, t: t, prep: true}
+	k.ig = qmmIntTask{k: k, y: y, m: m, x: x, t: t, prep: true, vecs: vs}
 	k.pool.RunTask(t, &k.ig)
 	k.ig.prep = false
 	k.pool.RunTask((m.Out+qmmVNNIRows-1)/qmmVNNIRows, &k.ig)

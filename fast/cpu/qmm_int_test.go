@@ -128,6 +128,30 @@ func TestQMatMatIntMutations(t *testing.T) {
 	}
 }
 
+// TestQMatMatIntWidths alternates input widths on one Kernels, as an MoE layer does (gate and up
+// read the hidden size, down the expert width): each call keeps its budget, and the preparation's
+// scratch is kept per width, not reallocated per call.
+func TestQMatMatIntWidths(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	r := newRand(4)
+	for i, blocks := range []int{4, 1, 4, 1, 2} {
+		m, x := randIntCase(r, 33, blocks, 7)
+		if bad, _ := qmmIntViolations(k, m, x, 7); bad > 0 {
+			t.Fatalf("call %d (In %d): %d outputs over budget", i, m.In, bad)
+		}
+	}
+	if len(k.lvecs) != 3 {
+		t.Fatalf("scratch for %d widths, want 3", len(k.lvecs))
+	}
+	m, x := randIntCase(r, 33, 4, 7)
+	y := make([]float32, 7*33)
+	if a := testing.AllocsPerRun(5, func() { k.QMatMat(y, m, x, 7) }); a != 0 {
+		t.Errorf("QMatMat allocates %v times a call once warm", a)
+	}
+}
+
 // TestQMatMatIntTile holds the assembly tile to its plain-Go model, qmmRecRef, for 1, 2 and 3 limbs.
 func TestQMatMatIntTile(t *testing.T) {
 	p := NewPool(1)
