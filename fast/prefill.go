@@ -42,7 +42,7 @@ func (s *Session) muls(jobs ...mulJob) {
 			continue
 		}
 		switch {
-		case j.w.q != nil && j.rows <= mulAsVecsRows:
+		case j.w.q != nil && j.rows < m.k.MatMatMinRows(j.w.q):
 			for r := range j.rows {
 				few = append(few, vecJob{j.w, j.x[r*j.w.in : (r+1)*j.w.in], j.y[r*j.yStride : r*j.yStride+j.w.out]})
 			}
@@ -56,12 +56,6 @@ func (s *Session) muls(jobs ...mulJob) {
 		s.vecsWith(few, false)
 	}
 }
-
-// mulAsVecsRows is the most token rows a quantized mat-mat runs as mat-vecs: the grouped GEMM
-// dequantizes the whole matrix whatever the row count, which costs more than the fused mat-vecs
-// up to about 5 rows (measured on a 4-bit [512, 2048] expert from DRAM, two workers: 1 row 144
-// against 38 µs, 4 rows 138 against 121 µs, 6 rows 174 against 185 µs).
-const mulAsVecsRows = 4
 
 // plainMuls runs the mat-mats with the plain loops in one parallel dispatch over all their output
 // rows; each weight row is dequantized once and reused for every token row.

@@ -81,3 +81,23 @@ func (k *Kernels) qmmInt(y []float32, m *QMat, x []float32, t int) {
 	k.pool.RunTask((m.Out+qmmVNNIRows-1)/qmmVNNIRows, &k.ig)
 	k.ig = qmmIntTask{}
 }
+
+// matMatMinRowsFloat is the fewest token rows for which the float32 mat-mat beats one fused mat-vec
+// per row: it dequantizes the whole matrix whatever the row count, which costs more than the
+// mat-vecs up to about 5 rows (4-bit [512, 2048] expert from DRAM, two workers: 1 row 144 against
+// 38 µs, 4 rows 138 against 121 µs, 6 rows 174 against 185 µs).
+const matMatMinRowsFloat = 5
+
+// matMatMinRowsInt is the same for the integer GEMM, which unpacks each weight once for up to
+// recTile rows: BenchmarkQMatMatIntFewRows, one worker, 2 rows ~1.3×, 3 and 4 rows ~1.5× the
+// mat-vecs, 1 row the mat-vec 2.8× faster.
+const matMatMinRowsInt = 2
+
+// MatMatMinRows returns the fewest token rows from which QMatMat of m is faster than one QMatVec per
+// row (prefill uses the mat-vecs below it: most experts of a short prompt see only a few rows).
+func (k *Kernels) MatMatMinRows(m *QMat) int {
+	if k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0 {
+		return matMatMinRowsInt
+	}
+	return matMatMinRowsFloat
+}

@@ -256,3 +256,33 @@ func BenchmarkQMatMatInt(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQMatMatIntFewRows compares, for an expert that only a few token rows chose, the integer
+// GEMM ("int") with one VNNI mat-vec per row ("vecs", each row's Vec prepared in the loop as the
+// engine does): the crossover is matMatMinRowsInt. One worker, weights warm in cache.
+func BenchmarkQMatMatIntFewRows(b *testing.B) {
+	const out, in = 512, 2048
+	for _, t := range []int{1, 2, 3, 4, 6} {
+		for _, impl := range []string{"int", "vecs"} {
+			b.Run(fmt.Sprintf("T%d/%s", t, impl), func(b *testing.B) {
+				p := NewPool(1)
+				defer p.Close()
+				k := intKernels(b, p, qmmLimbs, limbShift)
+				r := rand.New(rand.NewPCG(3, 3))
+				m, x := randQMat(r, 4, out, in), randVec(r, t*in)
+				y := make([]float32, t*out)
+				v := k.NewVec(in)
+				for b.Loop() {
+					if impl == "int" {
+						k.QMatMat(y, m, x, t)
+						continue
+					}
+					for tt := range t {
+						v.Prepare(x[tt*in : (tt+1)*in])
+						k.QMatVec(y[tt*out:(tt+1)*out], m, v)
+					}
+				}
+			})
+		}
+	}
+}
