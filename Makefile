@@ -46,7 +46,8 @@ FUZZTIME ?= 30s
 FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHeader \
 	./internal/checkpoint:FuzzParseConfig ./internal/tokenizer:FuzzParse ./internal/tokenizer:FuzzRoundTrip \
 	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
-	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest
+	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest \
+	./internal/safetensors:FuzzParseSmaps
 
 # Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:

@@ -37,7 +37,7 @@ func (s *Session) muls(jobs ...mulJob) {
 			continue
 		}
 		switch {
-		case j.w.q != nil && j.rows <= mulAsVecsRows:
+		case j.w.q != nil && j.rows < m.k.MatMatMinRows(j.w.q):
 			for r := range j.rows {
 				few = append(few, vecJob{j.w, j.x[r*j.w.in : (r+1)*j.w.in], j.y[r*j.yStride : r*j.yStride+j.w.out]})
 			}
@@ -51,11 +51,6 @@ func (s *Session) muls(jobs ...mulJob) {
 		s.vecsWith(few, false)
 	}
 }
-
-// mulAsVecsRows is the most token rows a quantized mat-mat runs as mat-vecs: the grouped GEMM
-// dequantizes the whole matrix whatever the row count, which costs more than the fused mat-vecs
-// (which read the packed rows once per token row) for a handful of rows.
-const mulAsVecsRows = 4
 
 // plainMuls runs the mat-mats with the plain loops in one parallel dispatch over all their output
 // rows; each weight row is dequantized once and reused for every token row.
