@@ -88,15 +88,21 @@ inline bool simd_any(bool b) {
   return lily_emu::simd_collective(b, [](bool* x, unsigned n, unsigned) { for (unsigned i = 0; i < n; i++) if (x[i]) return true; return false; });
 }
 
-// Atomics: relaxed order only, as lily's kernels use them.
+// Atomics: relaxed order only, as lily's kernels use them. Threadgroups run on several OS threads
+// at once, so these are real atomic operations.
 enum memory_order { memory_order_relaxed };
 template <typename T> struct atomic { T v; };
 typedef atomic<uint> atomic_uint;
 typedef atomic<int> atomic_int;
-template <typename T> T atomic_fetch_add_explicit(device atomic<T>* a, T x, memory_order) { T old = a->v; a->v += x; return old; }
-template <typename T> T atomic_fetch_max_explicit(device atomic<T>* a, T x, memory_order) { T old = a->v; if (x > old) a->v = x; return old; }
-template <typename T> T atomic_load_explicit(device atomic<T>* a, memory_order) { return a->v; }
-template <typename T> void atomic_store_explicit(device atomic<T>* a, T x, memory_order) { a->v = x; }
+template <typename T> T atomic_fetch_add_explicit(atomic<T>* a, T x, memory_order) { return __atomic_fetch_add(&a->v, x, __ATOMIC_RELAXED); }
+template <typename T> T atomic_fetch_max_explicit(atomic<T>* a, T x, memory_order) {
+  T old = __atomic_load_n(&a->v, __ATOMIC_RELAXED);
+  while (x > old && !__atomic_compare_exchange_n(&a->v, &old, x, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+template <typename T> T atomic_load_explicit(atomic<T>* a, memory_order) { return __atomic_load_n(&a->v, __ATOMIC_RELAXED); }
+template <typename T> void atomic_store_explicit(atomic<T>* a, T x, memory_order) { __atomic_store_n(&a->v, x, __ATOMIC_RELAXED); }
 
 // simdgroup matrices (8x8), held whole by every lane.
 template <typename T, int R, int C> struct simdgroup_matrix {
@@ -111,8 +117,9 @@ template <typename T, int R, int C> simdgroup_matrix<T, R, C> make_filled_simdgr
   for (int i = 0; i < R; i++) for (int j = 0; j < C; j++) s.m[i][j] = v;
   return s;
 }
-template <typename T, typename U, int R, int C>
-void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const U* src, ulong elements_per_row = C,
+// src and dst are anything indexable: a checked device pointer or a threadgroup array.
+template <typename T, typename P, int R, int C>
+void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const P& src, ulong elements_per_row = C,
                     ulong2 origin = ulong2(0, 0), bool transpose = false) {
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {
@@ -120,13 +127,13 @@ void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const U* src, ulong ele
       d.m[i][j] = T(float(src[(origin.y + r) * elements_per_row + origin.x + c]));
     }
 }
-template <typename T, typename U, int R, int C>
-void simdgroup_store(const simdgroup_matrix<T, R, C>& s, U* dst, ulong elements_per_row = C,
+template <typename T, typename P, int R, int C>
+void simdgroup_store(const simdgroup_matrix<T, R, C>& s, P&& dst, ulong elements_per_row = C,
                      ulong2 origin = ulong2(0, 0), bool transpose = false) {
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {
       ulong r = transpose ? j : i, c = transpose ? i : j;
-      dst[(origin.y + r) * elements_per_row + origin.x + c] = U(float(s.m[i][j]));
+      dst[(origin.y + r) * elements_per_row + origin.x + c] = float(s.m[i][j]);
     }
 }
 template <typename T, typename A, typename B, typename Cm, int N>
