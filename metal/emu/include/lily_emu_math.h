@@ -20,8 +20,9 @@ using std::tanh;
 using std::trunc;
 using std::sin;
 using std::cos;
-template <typename T> T max(T a, T b) { return a > b ? a : b; }
-template <typename T> T min(T a, T b) { return a < b ? a : b; }
+// max and min are fmax and fmin in MSL: a NaN argument yields the other one.
+template <typename T> T max(T a, T b) { return a != a ? b : b != b ? a : a > b ? a : b; }
+template <typename T> T min(T a, T b) { return a != a ? b : b != b ? a : a < b ? a : b; }
 template <typename T> T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
 template <typename T> T select(T a, T b, bool c) { return c ? b : a; }
 inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
@@ -56,10 +57,10 @@ template <typename T> T simd_sum(T v) {
   return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s += x[i]; return s; });
 }
 template <typename T> T simd_max(T v) {
-  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = x[i] > s ? x[i] : s; return s; });
+  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = max(s, x[i]); return s; });
 }
 template <typename T> T simd_min(T v) {
-  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = x[i] < s ? x[i] : s; return s; });
+  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = min(s, x[i]); return s; });
 }
 template <typename T> T simd_prefix_exclusive_sum(T v) {
   return lily_emu::simd_collective(v, [](T* x, unsigned, unsigned lane) { T s = T(0); for (unsigned i = 0; i < lane; i++) s += x[i]; return s; });
