@@ -133,7 +133,7 @@ func (k Kernel) wrapper() string {
 	var args []string
 	for _, p := range k.Params {
 		if p.Buffer >= 0 {
-			t := strictType(p.Type)
+			t := strings.TrimSpace(strictType(p.Type))
 			switch {
 			case strings.HasPrefix(t, "lily_emu::dptr<"):
 				args = append(args, fmt.Sprintf("%s::bind(%d, %q)", t, p.Buffer, p.Name))

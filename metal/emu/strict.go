@@ -12,7 +12,7 @@ import (
 // a real device is untouched.
 
 var (
-	devicePtr = regexp.MustCompile(`\b(?:(const)\s+)?device\s+(?:(const)\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\*`)
+	devicePtr = regexp.MustCompile(`\b(?:(const)\s+)?device\s+(?:(const)\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*\*\s*`)
 	tgArray   = regexp.MustCompile(`\bthreadgroup\s+([A-Za-z_][A-Za-z0-9_]*)\s+([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]\[;]+)\]\s*;`)
 	tgAny     = regexp.MustCompile(`\bthreadgroup\b`)
 )
@@ -25,7 +25,7 @@ func strictType(t string) string {
 		if s[1] != "" || s[2] != "" {
 			c = "const "
 		}
-		return "lily_emu::dptr<" + c + s[3] + ">"
+		return "lily_emu::dptr<" + c + s[3] + "> "
 	})
 }
 
