@@ -140,6 +140,14 @@ void simdgroup_store(const simdgroup_matrix<T, R, C>& s, P&& dst, ulong elements
 template <typename T, typename A, typename B, typename Cm, int N>
 void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, N, N>& d, const simdgroup_matrix<A, N, N>& a,
                                    const simdgroup_matrix<B, N, N>& b, const simdgroup_matrix<Cm, N, N>& c) {
+  static_assert(sizeof(simdgroup_matrix<T, N, N>) <= sizeof(lily_emu::MatSlot::data), "matrix too large");
+  lily_emu::Fiber& f = lily_emu::me();
+  lily_emu::MatSlot& m = lily_emu::current()->simd[f.b.simdgroup_index_in_threadgroup].mats[f.mat_seq % 4];
+  unsigned seq = ++f.mat_seq;
+  if (m.seq == seq) {  // another lane of the SIMD group made this product
+    std::memcpy(&d, m.data, sizeof d);
+    return;
+  }
   simdgroup_matrix<T, N, N> r;
   for (int i = 0; i < N; i++)
     for (int j = 0; j < N; j++) {
@@ -147,6 +155,10 @@ void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, N, N>& d, const si
       for (int k = 0; k < N; k++) s += float(a.m[i][k]) * float(b.m[k][j]);
       r.m[i][j] = T(s);
     }
+  if (m.seq < seq) {  // the first lane here (a lane far behind finds its slot reused, and computes)
+    std::memcpy(m.data, &r, sizeof r);
+    m.seq = seq;
+  }
   d = r;
 }
 template <typename T, typename A, typename B, int N>

@@ -29,13 +29,14 @@ template <typename T> struct dptr {
 
   T* at(const T* q) const {
     const char* c = reinterpret_cast<const char*>(q);
-    if (!s || c < s->base || c + sizeof(T) > s->base + s->len) {
-      long long el = s ? (long long)((c - s->base) / (long long)sizeof(T)) : 0;
-      fail(std::string("buffer ") + std::to_string(s ? int(s - slots()) : -1) + " (" + name + "): element " +
-           std::to_string(el) + " of " + std::to_string(sizeof(T)) + " bytes is outside its " +
-           std::to_string(s ? s->len : 0) + "-byte window");
-    }
+    if (__builtin_expect(!s || c < s->base || c + sizeof(T) > s->base + s->len, 0)) out_of_bounds(c);
     return const_cast<T*>(q);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void out_of_bounds(const char* c) const {
+    long long el = s ? (long long)((c - s->base) / (long long)sizeof(T)) : 0;
+    fail(std::string("buffer ") + std::to_string(s ? int(s - slots()) : -1) + " (" + name + "): element " +
+         std::to_string(el) + " of " + std::to_string(sizeof(T)) + " bytes is outside its " +
+         std::to_string(s ? s->len : 0) + "-byte window");
   }
   template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>> T& operator[](I i) const {
     return *at(p + i);
@@ -77,10 +78,12 @@ template <typename T, size_t N> struct tgarray {
   }
   tgarray(const tgarray&) = delete;
   template <typename I, typename = std::enable_if_t<std::is_integral<I>::value>> T& operator[](I i) const {
-    if ((unsigned long long)(i) >= N)
-      fail(std::string("threadgroup array ") + name + ": index " + std::to_string((long long)i) +
-           " outside [0, " + std::to_string(N) + ")");
+    if (__builtin_expect((unsigned long long)(i) >= N, 0)) out_of_bounds((long long)i);
     return const_cast<T&>(v[i]);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void out_of_bounds(long long i) const {
+    fail(std::string("threadgroup array ") + name + ": index " + std::to_string(i) + " outside [0, " +
+         std::to_string(N) + ")");
   }
 };
 

@@ -65,6 +65,15 @@ struct Fiber {
   Builtins b;
   Wait wait = kRunnable;
   unsigned simd_gen = 0, wait_gen = 0;
+  unsigned mat_seq = 0;  // simdgroup matrix products this thread has made
+};
+
+// A simdgroup matrix product one lane computed, for the other lanes of its SIMD group: MSL makes the
+// simdgroup_matrix functions collective with uniform arguments, so the n-th product of every lane is
+// the same, and 31 of 32 lanes copy it instead of recomputing it.
+struct MatSlot {
+  unsigned seq = 0;  // 1 + the product's index, 0 when empty
+  alignas(16) unsigned char data[256];
 };
 
 // A SIMD group's rendezvous slots, double-buffered by generation parity: a lane cannot reach
@@ -73,6 +82,7 @@ struct SimdGroup {
   unsigned size = 0;
   unsigned arrived[2] = {0, 0}, read[2] = {0, 0};
   alignas(16) unsigned char slot[2][32][16];
+  MatSlot mats[4];
 };
 
 // Schedule orders of SIMD groups within a threadgroup (at every barrier) and of threadgroups.
@@ -250,8 +260,11 @@ inline bool run_threadgroup(Threadgroup& tg, EntryFn entry, Order o, uint64_t se
     Fiber& f = tg.fibers[i];
     f.wait = kRunnable;
     f.simd_gen = 0;
+    f.mat_seq = 0;
     ctx_make(f.ctx, f.stack, kStack, fiber_main);
   }
+  for (SimdGroup& sg : tg.simd)
+    for (MatSlot& m : sg.mats) m.seq = 0;
   unsigned nsg = unsigned((tg.count + 31) / 32);
   uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
   bool ok = true;
