@@ -178,6 +178,19 @@ template <typename T, typename F> T simd_collective(T v, F combine) {
   return r;
 }
 
+// simd_rendezvous waits for every lane of the SIMD group, exchanging nothing (simdgroup_barrier).
+inline void simd_rendezvous() {
+  Threadgroup* tg = current();
+  Fiber& f = me();
+  SimdGroup& sg = tg->simd[f.b.simdgroup_index_in_threadgroup];
+  unsigned g = f.simd_gen++ & 1u;
+  sg.arrived[g]++;
+  f.wait = kSimd;
+  f.wait_gen = g;
+  yield();
+  if (++sg.read[g] == sg.size) sg.arrived[g] = sg.read[g] = 0;
+}
+
 inline void fiber_main() {
   Threadgroup* tg = current();
   Fiber& f = tg->fibers[tg->cur];
@@ -302,6 +315,4 @@ inline void threadgroup_barrier(mem_flags) {
   yield();
 }
 
-inline void simdgroup_barrier(mem_flags) {
-  lily_emu::simd_collective<int>(0, [](int*, unsigned, unsigned) { return 0; });
-}
+inline void simdgroup_barrier(mem_flags) { lily_emu::simd_rendezvous(); }
