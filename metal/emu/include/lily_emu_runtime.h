@@ -118,7 +118,7 @@ struct DispatchState {
   const char* kernel_name = "";
   std::mutex mu;
   std::string error;
-  volatile bool failed = false;
+  std::atomic<bool> failed{false};
 };
 
 inline DispatchState& state() {
