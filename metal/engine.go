@@ -42,6 +42,7 @@ type sizes struct {
 	hq, hkv, d, rot                   int
 	hk, hv, dk, dv, conv, c           int
 	eps                               float32
+	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
 }
 
 // newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
@@ -70,6 +71,9 @@ func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 		rot: c.RotaryDim(), hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
 		dv: c.LinearValueHeadDim, conv: c.LinearConvKernel, c: c.ConvDim(), eps: float32(c.RMSNormEps)}
 	if err := checkLimits(w, &e.sizes); err != nil {
+		return nil, err
+	}
+	if err := e.sizes.pipelineLanes(dev); err != nil {
 		return nil, err
 	}
 	if err := e.upload(w); err != nil {
@@ -116,7 +120,7 @@ func checkLimits(w *checkpoint.Weights, s *sizes) error {
 		{s.hk > 0 && s.hv%s.hk == 0 && s.hv/s.hk*s.dv <= 1024, "value heads per key head × value dim <= 1024"},
 		{s.hkv > 0 && s.hq%s.hkv == 0, "query heads a multiple of kv heads"},
 		{s.rot%2 == 0 && s.rot <= s.d, "an even rotary dim within the head"},
-		{s.e <= 1024 && s.k <= 32, "num_experts <= 1024 and num_experts_per_tok <= 32"},
+		{s.e <= 1024 && s.k <= 32 && s.k <= s.e, "num_experts <= 1024 and num_experts_per_tok <= min(32, num_experts)"},
 		{s.conv >= 1, "a conv kernel of at least one tap"},
 	}
 	for _, l := range lim {
