@@ -31,8 +31,23 @@ func openModel(dir string, spec backendSpec, progress func(done, total int64)) (
 		Tok:        tok,
 		NewDecoder: func(skip bool) engine.TextDecoder { return tok.NewDecoder(skip) },
 		Chat:       chatFormat{},
+
+		BackendName: spec.name,
+		Device:      deviceOf(spec, l.backend),
 	}
 	return m, l.close, nil
+}
+
+// deviceOf names where backend b, built from spec, computes: ref and the fast CPU engine on the
+// cpu, otherwise the Metal device spec asked for (metal when it left the choice to buildBackend).
+func deviceOf(spec backendSpec, b engine.Backend) string {
+	if _, ok := b.(fastCPU); ok || spec.name == "ref" {
+		return "cpu"
+	}
+	if spec.device == "" {
+		return "metal"
+	}
+	return spec.device
 }
 
 // chatFormat adapts internal/chat to server.Chat. It holds no state: safe for concurrent use.
