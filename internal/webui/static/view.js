@@ -97,7 +97,7 @@ export class AssistantView {
       this.ensureThinking();
       if (this.reasoning.textContent !== m.reasoning) this.reasoning.textContent = m.reasoning;
       this.thinking.firstChild.textContent = streaming && !answering ? "Thinking…" : "Thoughts";
-      const open = !answering && streaming;
+      const open = !answering; // collapses when the answer starts; stays open when there is none
       if (!this.userToggled && this.thinking.open !== open) {
         this.autoOpen = open;
         this.thinking.open = open;
