@@ -159,7 +159,9 @@ func (b *browser) fail(format string, args ...any) {
 // eval evaluates a JavaScript expression in the page (awaiting it when it is a promise).
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		b.fail("evaluating %s: %v", expr, err)
 	}

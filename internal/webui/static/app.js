@@ -219,6 +219,26 @@ function send() {
   generate();
 }
 
+// copyText puts text on the clipboard: the Clipboard API where the page is a secure context
+// (localhost), else a hidden textarea and the copy command (http on another host).
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch (_) {
+    const ta = document.createElement("textarea");
+    ta.value = text;
+    ta.setAttribute("readonly", "");
+    ta.style.position = "fixed";
+    ta.style.opacity = "0";
+    document.body.append(ta);
+    ta.select();
+    const ok = document.execCommand("copy");
+    ta.remove();
+    return ok;
+  }
+}
+
 // The app object is what the side panels call back into.
 const app = {
   store,
@@ -246,12 +266,7 @@ ui.messages.addEventListener("click", async (e) => {
   const index = node ? Number(node.dataset.index) : -1;
   if (b.classList.contains("copy")) {
     const code = b.closest(".code").querySelector("code").textContent;
-    try {
-      await navigator.clipboard.writeText(code);
-      b.textContent = "Copied";
-    } catch (_) {
-      b.textContent = "Copy failed";
-    }
+    b.textContent = (await copyText(code)) ? "Copied" : "Copy failed";
     setTimeout(() => { b.textContent = "Copy"; }, 1500);
   } else if (b.classList.contains("regen")) {
     conv.messages.splice(index);

@@ -102,7 +102,9 @@ export function render(text) {
       }
       continue;
     }
-    const para = [];
+    // A paragraph: this line (whatever it is, so that every turn of the loop moves on), then
+    // the lines up to one that starts another block.
+    const para = [lines[i++]];
     for (; i < lines.length && lines[i].trim() && !/^\s*(```|~~~|#{1,6}\s|>)/.test(lines[i]) && !LIST.test(lines[i]); i++) {
       para.push(lines[i]);
     }

@@ -63,8 +63,8 @@ export class AssistantView {
     this.node.dataset.index = index;
     this.thinking = null;
     this.userToggled = false;
-    this.tools = this.node.appendChild(el("div", "tools"));
     this.body = this.node.appendChild(el("div", "body markdown"));
+    this.tools = this.node.appendChild(el("div", "tools"));
     this.status = this.node.appendChild(el("div", "status"));
     this.figs = this.node.appendChild(el("div", "figures"));
     this.figs.setAttribute("aria-label", "Figures for this reply");
@@ -86,7 +86,7 @@ export class AssistantView {
       if (d.open !== this.autoOpen) this.userToggled = true;
     });
     this.thinking = d;
-    this.node.insertBefore(d, this.tools);
+    this.node.insertBefore(d, this.body);
   }
 
   // update redraws what changed; streaming says the reply is still arriving.
