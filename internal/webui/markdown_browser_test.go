@@ -13,7 +13,7 @@ func TestMarkdownFuzz(t *testing.T) {
 		const allowed = new Set(["P","BR","STRONG","EM","CODE","PRE","A","H1","H2","H3","H4","H5","H6","UL","OL","LI",
 			"BLOCKQUOTE","HR","TABLE","THEAD","TBODY","TR","TH","TD","DIV","SPAN","BUTTON"]);
 		const attrs = new Set(["class","href","rel","target","type","aria-label"]);
-		const pieces = ["*","**","_","__","` + "`" + `","` + "```" + `","~~~","#","# ","> ","- ","1. ","|","---","[","]","(",")",
+		const pieces = ["*","**","_","__","`+"`"+`","`+"```"+`","~~~","#","# ","> ","- ","1. ","|","---","[","]","(",")",
 			"http://x.y/","javascript:alert(1)","<script>","<img src=x onerror=alert(1)>","&amp;","\n","\n\n"," ","a","é","$x^2$"];
 		let seed = 12345;
 		const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
