@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/lily-engine/lily/internal/server"
 	"github.com/lily-engine/lily/internal/server/servertest"
@@ -44,7 +45,18 @@ func TestChatPageRendering(t *testing.T) {
 			(n.querySelector(".body").textContent ? answerOpen : thinkingOpen).add(d.open);
 		}).observe(document.getElementById("messages"), {subtree: true, childList: true, characterData: true, attributes: true});
 		return true; })()`)
-	got := b.send("weather?")
+	// Shift+Enter starts a new line; Enter sends.
+	b.do(chromedp.Focus(chromedp.ID("input")), chromedp.KeyEvent("weather"),
+		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)), chromedp.KeyEvent("in Paris?"))
+	if v := eval[string](b, `document.getElementById("input").value`); v != "weather\nin Paris?" || eval[int](b, `document.querySelectorAll(".msg").length`) != 0 {
+		t.Fatalf("after Shift+Enter the composer holds %q", v)
+	}
+	b.do(chromedp.KeyEvent(kb.Enter))
+	b.wait(30*time.Second, `document.querySelector(".msg.assistant") && `+idleJS)
+	got := b.lastReply()
+	if u := eval[string](b, `document.querySelector(".msg.user .body").textContent`); u != "weather\nin Paris?" {
+		t.Errorf("sent %q", u)
+	}
 	if open := eval[[]bool](b, `[...thinkingOpen]`); len(open) != 1 || !open[0] {
 		t.Errorf("while thinking the block was open: %v (want only true)", open)
 	}

@@ -62,20 +62,24 @@ export async function streamChat(body, signal, onEvent) {
   const reader = res.body.getReader();
   const dec = new TextDecoder();
   let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let cut;
-    while ((cut = buf.indexOf("\n\n")) >= 0) {
-      const event = buf.slice(0, cut);
-      buf = buf.slice(cut + 2);
-      for (const line of event.split("\n")) {
-        if (!line.startsWith("data:")) continue; // comments (keep-alives) and other fields
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") return;
-        onEvent(JSON.parse(data));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf("\n\n")) >= 0) {
+        const event = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        for (const line of event.split("\n")) {
+          if (!line.startsWith("data:")) continue; // comments (keep-alives) and other fields
+          const data = line.slice(5).trim();
+          if (data === "[DONE]") return;
+          onEvent(JSON.parse(data));
+        }
       }
     }
+  } finally {
+    reader.cancel().catch(() => {}); // an error event or a bad chunk ends the stream here too
   }
 }
