@@ -2,8 +2,10 @@ package webui_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,5 +127,44 @@ func TestChatPageStopWithinOneStep(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the next request: %d", resp.StatusCode)
+	}
+}
+
+// TestChatPageOwnOrigin: served under a name that is not a loopback one (here lily.test, mapped to
+// 127.0.0.1 inside chromium, and let in with --allow-host), the page still works. Its POSTs then
+// carry Origin http://lily.test:PORT, which is not a localhost origin: the server must accept a
+// request from its own origin whatever its CORS list says.
+func TestChatPageOwnOrigin(t *testing.T) {
+	b := newBrowser(t, chromedp.Flag("host-resolver-rules", "MAP lily.test 127.0.0.1"))
+	e := servertest.New(t, func(c *server.Config) {
+		c.Page = webui.Handler()
+		c.AllowHosts = []string{"lily.test"}
+	})
+	e.Script("</think>\n\nHello from lily.test")
+	// The same server on a listener that notes the Origin of each chat request.
+	var mu sync.Mutex
+	var origins []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" {
+			mu.Lock()
+			origins = append(origins, r.Header.Get("Origin"))
+			mu.Unlock()
+		}
+		e.Srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	origin := strings.Replace(ts.URL, "127.0.0.1", "lily.test", 1)
+	b.do(chromedp.Navigate(origin + "/"))
+	b.wait(10*time.Second, `document.getElementById("model-info").textContent.includes("ctx")`)
+	if got := b.send("hi"); got.Content != "Hello from lily.test" || got.Status != "" {
+		t.Fatalf("reply %+v", got)
+	}
+	if err := sameOrigin(b.requests(), origin); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(origins) != 1 || origins[0] != origin {
+		t.Errorf("chat requests came with Origin %q, want [%s]", origins, origin)
 	}
 }
