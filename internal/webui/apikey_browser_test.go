@@ -19,6 +19,10 @@ func TestChatPageAPIKey(t *testing.T) {
 	b.do(chromedp.Navigate(srv.URL + "/"))
 	b.wait(10*time.Second, `document.getElementById("key-dialog").open`)
 	b.screenshot("api-key")
+	b.do(chromedp.KeyEvent(kb.Escape))
+	if !eval[bool](b, `document.getElementById("key-dialog").open`) {
+		t.Fatal("Esc closed the key dialog, leaving the request without a key")
+	}
 	b.do(chromedp.SendKeys(chromedp.ID("key-input"), "wrong"+kb.Enter))
 	b.wait(10*time.Second, `document.getElementById("key-dialog").open && document.getElementById("key-reason").textContent.includes("not accepted")`)
 	b.do(chromedp.SendKeys(chromedp.ID("key-input"), key), chromedp.Click(chromedp.ID("key-save")))

@@ -302,6 +302,8 @@ document.addEventListener("keydown", (e) => {
     stop();
   }
 });
+// Esc would close the key dialog with the request still waiting for a key: keep it open.
+ui.keyDialog.addEventListener("cancel", (e) => e.preventDefault());
 ui.thinking.checked = store.settings.thinking;
 ui.thinking.addEventListener("change", () => {
   store.settings.thinking = ui.thinking.checked;
