@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lily-engine/lily/internal/server"
+	"github.com/lily-engine/lily/internal/webui"
 )
 
 // serveOptions are the flags of `lily serve`.
@@ -49,7 +50,7 @@ func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lily serve --model DIR [--backend ref|fast] [--host H] [--port P] [flags]\n\n"+
 			"Serves the model over an OpenAI-compatible HTTP API: /v1/chat/completions, /v1/completions,\n"+
-			"/v1/models, /tokenize, /detokenize, /health.\n\nflags:\n")
+			"/v1/models, /tokenize, /detokenize, /health, /v1/lily/info; a chat page at /.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -110,7 +111,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	srv, err := server.New(server.Config{
 		Model: m, CtxSize: o.spec.ctxSize, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
 		Loopback: isLoopbackHost(o.host), AllowHosts: o.allowHosts, CORSOrigins: o.cors,
-		KeepAlive: o.keepAlive, Logger: logger,
+		KeepAlive: o.keepAlive, Logger: logger, Page: webui.Handler(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
@@ -129,7 +130,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.spec.name)
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.spec.name, "device", m.Device)
 	if err := serveUntilSignal(srv.HTTPServer(ln.Addr().String()), ln, sig, shutdownGrace); err != nil {
 		abandoned = errors.Is(err, errAbandoned)
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)

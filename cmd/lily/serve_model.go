@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/lily-engine/lily/fast"
 
 	"github.com/lily-engine/lily/internal/chat"
 	"github.com/lily-engine/lily/internal/engine"
@@ -29,8 +30,20 @@ func openModel(dir string, spec backendSpec, progress func(done, total int64)) (
 		Tok:        tok,
 		NewDecoder: func(skip bool) engine.TextDecoder { return tok.NewDecoder(skip) },
 		Chat:       chatFormat{},
+
+		BackendName: spec.name,
+		Device:      deviceOf(spec, l.backend),
 	}
 	return m, l.close, nil
+}
+
+// deviceOf names where backend b, built from spec, computes: ref and the fast CPU engine on the
+// cpu; the Metal engine names its device ("metal" or "metal-emu").
+func deviceOf(spec backendSpec, b engine.Backend) string {
+	if _, ok := b.(*fast.Model); ok || spec.name == "ref" {
+		return "cpu"
+	}
+	return b.Name()
 }
 
 // chatFormat adapts internal/chat to server.Chat. It holds no state: safe for concurrent use.

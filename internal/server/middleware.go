@@ -83,7 +83,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if s.cfg.APIKey != "" && r.URL.Path != "/health" && !s.authorized(r) {
+		if s.cfg.APIKey != "" && r.URL.Path != "/health" && !s.pageRequest(r) && !s.authorized(r) {
 			writeError(rec, ErrUnauthorized)
 			return
 		}

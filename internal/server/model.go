@@ -68,4 +68,7 @@ type Model struct {
 	// NewDecoder returns a streaming detokenizer: func(s bool) engine.TextDecoder { return tok.NewDecoder(s) }.
 	NewDecoder func(skipSpecial bool) engine.TextDecoder
 	Chat       Chat
+	// BackendName and Device say what computes, for GET /v1/lily/info (e.g. "fast" and "cpu";
+	// empty: unknown).
+	BackendName, Device string
 }

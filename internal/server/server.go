@@ -40,6 +40,9 @@ type Config struct {
 	KeepAlive time.Duration
 	// Defaults is the sampling used for omitted fields (default engine.ModelDefaults()).
 	Defaults *engine.Sampling
+	// Page, when set, serves the browser chat page at GET / and its files under /ui/ (see
+	// isPagePath); the API key is not asked for them, as they hold no data (internal/webui).
+	Page http.Handler
 	// Logger gets one line per request (default slog.Default()).
 	Logger *slog.Logger
 	// Now and RandomID make ids and timestamps reproducible in tests (defaults: time.Now and
@@ -137,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		"/v1/completions":      {http.MethodPost: s.handleCompletions},
 		"/tokenize":            {http.MethodPost: s.handleTokenize},
 		"/detokenize":          {http.MethodPost: s.handleDetokenize},
+		"/v1/lily/info":        {http.MethodGet: s.handleInfo},
 	}
 	s.handler = s.middleware(http.HandlerFunc(s.route))
 	return s, nil
@@ -166,6 +170,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	methods, ok := s.routes[r.URL.Path]
 	var err error
 	switch {
+	case !ok && s.cfg.Page != nil && isPagePath(r.URL.Path):
+		err = s.servePage(w, r)
 	case !ok:
 		err = ErrNotFound
 	case methods[r.Method] == nil:
