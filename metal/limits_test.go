@@ -31,7 +31,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	if err := dev.Run([]Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
 		t.Fatalf("a dispatch over the pipeline's limit: %v", err)
 	}
-	e, err := NewEngine(ck.Weights, dev, 64)
+	e, err := newModel(ck.Weights, dev, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
