@@ -172,7 +172,8 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		return nil, err
 	}
 	res := &Result{}
-	logits, err := e.prefill(ctx, r, res)
+	opt := r.Sampling.stepOptions(r.Logprobs, r.TopLogprobs)
+	step, err := e.prefill(ctx, r, res, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -193,14 +194,14 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		}
 	}
 	for {
-		id := sm.pick(logits)
+		id := sm.pick(&step)
 		sm.observe(id)
 		res.Tokens = append(res.Tokens, id)
 		tok := &Token{ID: id}
 		if r.Logprobs {
-			tok.Logprob, tok.Top = logprobs(logits, id, r.TopLogprobs)
+			tok.Logprob, tok.Top = stepLogprobs(&step, id, r.TopLogprobs)
 		}
-		step := Step{Token: tok}
+		out := Step{Token: tok}
 		isStopID := slices.Contains(r.StopIDs, id)
 		hitString := false
 		if r.Decoder != nil && !isStopID {
@@ -208,9 +209,9 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 			if err != nil {
 				return nil, fmt.Errorf("decode token %d: %w", id, err)
 			}
-			step.Text, hitString = stops.add(text)
+			out.Text, hitString = stops.add(text)
 		}
-		if err := emit(step); err != nil {
+		if err := emit(out); err != nil {
 			return nil, err
 		}
 		if hitString {
@@ -228,7 +229,7 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if logits, err = e.sess.Decode(ctx, id); err != nil {
+		if step, err = e.sess.Decode(ctx, id, opt); err != nil {
 			return nil, err
 		}
 	}
@@ -248,10 +249,11 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 	return res, nil
 }
 
-// prefill brings the session to the end of the prompt and returns the last position's logits.
+// prefill brings the session to the end of the prompt and returns the last position's result, with
+// what opt asks for.
 // It restores the cached state when that state covers a prefix of the prompt, and snapshots the state
 // at r.CachePrefix for the next request.
-func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float32, error) {
+func (e *Engine) prefill(ctx context.Context, r *Request, res *Result, opt StepOptions) (StepResult, error) {
 	p := r.Prompt
 	cut := r.CachePrefix
 	if cut <= 0 || cut >= len(p) {
@@ -263,7 +265,7 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		if e.sess == nil {
 			s, err := e.b.NewSession()
 			if err != nil {
-				return nil, err
+				return StepResult{}, err
 			}
 			e.sess = s
 		}
@@ -282,7 +284,7 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		}
 		s, err := e.b.NewSession()
 		if err != nil {
-			return nil, err
+			return StepResult{}, err
 		}
 		e.sess = s
 	}
@@ -307,8 +309,8 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 	// Part one: up to the cache point, then snapshot it (unless it is already what is cached).
 	if !e.noCache && cut > start {
 		e.dropCache()
-		if _, err := e.sess.Prefill(ctx, p[start:cut], offset(start)); err != nil {
-			return nil, err
+		if _, err := e.sess.Prefill(ctx, p[start:cut], StepOptions{}, offset(start)); err != nil {
+			return StepResult{}, err
 		}
 		snap, err := e.sess.Snapshot()
 		if err != nil {
@@ -318,5 +320,5 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		}
 		start = cut
 	}
-	return e.sess.Prefill(ctx, p[start:], offset(start))
+	return e.sess.Prefill(ctx, p[start:], opt, offset(start))
 }

@@ -22,7 +22,7 @@ func BenchmarkPickGreedy(b *testing.B) {
 	l := randomLogits(realVocab)
 	sm := newSampler(Sampling{})
 	for b.Loop() {
-		sm.pick(l)
+		sm.pickFull(l)
 	}
 }
 
@@ -30,7 +30,7 @@ func BenchmarkPickTopK20(b *testing.B) {
 	l := randomLogits(realVocab)
 	sm := newSampler(Sampling{Temperature: 1, TopK: 20, TopP: 0.95, HasSeed: true})
 	for b.Loop() {
-		sm.pick(l)
+		sm.pickFull(l)
 	}
 }
 
