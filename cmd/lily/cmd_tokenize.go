@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/spf13/pflag"
-
 )
 
 const tokenizeUsage = `usage: lily tokenize --model DIR (--text TEXT | --chat FILE)
