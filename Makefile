@@ -6,15 +6,22 @@ BIN       := bin/lily
 MODEL     ?=
 ADDR_PORT ?= 8080
 
-.PHONY: build test test-short run bench lint fmt fuzz darwin clean
+.PHONY: build test test-short run bench lint fmt fuzz darwin race clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lily
 
 # The README's test command; CI runs it through .ci/run.
-test: lint darwin
+test: lint darwin race
 	$(GO) test -count=1 -timeout 25m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./... > /dev/null
+
+# The race detector (and checkptr) over the packages where concurrency lives, with the SIMD kernels
+# in use: the server, the engine, the fast backend end to end on its worker pool, the pool itself,
+# and Metal's device goroutine (the emulator on Linux).
+race:
+	$(GO) test -race -count=1 -timeout 15m ./internal/server/ ./internal/engine/ ./fast/ ./metal/
+	$(GO) test -race -count=1 -timeout 15m -run 'Pool' ./fast/cpu/
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -39,7 +46,8 @@ FUZZTIME ?= 30s
 FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHeader \
 	./internal/checkpoint:FuzzParseConfig ./internal/tokenizer:FuzzParse ./internal/tokenizer:FuzzRoundTrip \
 	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
-	./internal/server:FuzzDecodeChatRequest
+	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest \
+	./internal/safetensors:FuzzParseSmaps
 
 # Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:

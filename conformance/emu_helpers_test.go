@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -57,12 +58,81 @@ func libraryKernels(t *testing.T) map[string]bool {
 	return names
 }
 
-// run dispatches kernel over grid threadgroups of group threads with bufs bound by index.
+// run dispatches kernel over grid threadgroups of group threads with bufs bound by index. On the
+// emulator it runs under every schedule of emu.Schedules (SIMD groups and threadgroups in order,
+// reversed and in two seeded random orders) and fails unless all leave identical bytes: a kernel
+// that reads another SIMD group's writes without a barrier shows here. bufs get the in-order result.
 func (k kern) run(kernel string, grid, group [3]int, bufs map[int][]byte) {
 	k.t.Helper()
-	if err := k.e.Dispatch(kernel, grid, group, bufs); err != nil {
+	k.runCanon(kernel, grid, group, bufs, nil)
+}
+
+// runCanon is run for a kernel whose output order legitimately depends on the schedule (atomics):
+// canon rewrites a copy of each schedule's buffers into the form that must be identical.
+func (k kern) runCanon(kernel string, grid, group [3]int, bufs map[int][]byte, canon func(map[int][]byte)) {
+	k.t.Helper()
+	e, ok := k.e.(*emu.Emulator)
+	if !ok {
+		if err := k.e.Dispatch(kernel, grid, group, bufs); err != nil {
+			k.t.Fatal(err)
+		}
+		return
+	}
+	if err := sameUnderSchedules(e, kernel, grid, group, bufs, canon); err != nil {
 		k.t.Fatal(err)
 	}
+}
+
+// sameUnderSchedules runs the dispatch under each of emu.Schedules on copies of bufs, copies the
+// first (in-order) result into bufs, and says where another schedule's bytes differ.
+func sameUnderSchedules(e *emu.Emulator, kernel string, grid, group [3]int, bufs map[int][]byte, canon func(map[int][]byte)) error {
+	in := map[int][]byte{}
+	for slot, b := range bufs {
+		in[slot] = append([]byte(nil), b...)
+	}
+	var want map[int][]byte
+	for i, s := range emu.Schedules {
+		got := map[int][]byte{}
+		var args []emu.Arg
+		for slot, b := range in {
+			got[slot] = append([]byte(nil), b...)
+			args = append(args, emu.Arg{Slot: slot, Bytes: got[slot]})
+		}
+		if err := e.Run(kernel, grid, group, args, s); err != nil {
+			return fmt.Errorf("schedule %v: %w", s, err)
+		}
+		if i == 0 {
+			for slot, b := range got {
+				copy(bufs[slot], b)
+			}
+		}
+		if canon != nil {
+			canon(got)
+		}
+		if i == 0 {
+			want = got
+			continue
+		}
+		for slot, b := range got {
+			if j := firstDiff(b, want[slot]); j >= 0 {
+				return fmt.Errorf("%s: buffer %d differs at byte %d between schedules %v and %v (a race between SIMD groups or threadgroups)",
+					kernel, slot, j, emu.Schedules[0], s)
+			}
+		}
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return len(a)
+	}
+	return -1
 }
 
 // f32 packs float32 values little-endian.

@@ -28,6 +28,7 @@ func TestEmuKernels(t *testing.T) {
 		{"qmm", testQMM, []string{"qmm"}},
 		{"logits_topk", testLogitsTopK, []string{"logits_topk"}},
 		{"router_topk", testRouterTopK, []string{"router_topk"}},
+		{"router_topk/nan", testRouterNaN, nil},
 		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter"}},
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
 		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
@@ -209,14 +210,16 @@ func testLogitsTopK(t *testing.T, k kern) {
 			z += math.Exp(float64(v - m))
 		}
 		lse := float32(float64(m) + math.Log(z))
-		bufs := map[int][]byte{0: f32(x), 1: zeros(c.k), 2: zeros(c.k), 3: zeros(1), 4: dims(c.n, c.k)}
-		k.run("logits_topk", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, bufs)
-		ids, vals := uni32(bufs[1]), unf32(bufs[2])
-		for j := 0; j < c.k; j++ {
-			if int(ids[j]) != order[j] || vals[j] != x[order[j]] {
-				t.Fatalf("n=%d top %d: id %d (%v), want %d (%v)", c.n, j, ids[j], vals[j], order[j], x[order[j]])
+		for _, threads := range []int{1024, 256, 32} { // 1,024 and pipelines that allow fewer
+			bufs := map[int][]byte{0: f32(x), 1: zeros(c.k), 2: zeros(c.k), 3: zeros(1), 4: dims(c.n, c.k)}
+			k.run("logits_topk", [3]int{1, 1, 1}, [3]int{threads, 1, 1}, bufs)
+			ids, vals := uni32(bufs[1]), unf32(bufs[2])
+			for j := 0; j < c.k; j++ {
+				if int(ids[j]) != order[j] || vals[j] != x[order[j]] {
+					t.Fatalf("n=%d threads %d top %d: id %d (%v), want %d (%v)", c.n, threads, j, ids[j], vals[j], order[j], x[order[j]])
+				}
 			}
+			near(t, "logits_topk lse", unf32(bufs[3]), []float32{lse}, lseTol)
 		}
-		near(t, "logits_topk lse", unf32(bufs[3]), []float32{lse}, lseTol)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/safetensors"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -25,7 +26,7 @@ func smallConfig(experts, topK int) *checkpoint.Config {
 func normWeight(rng *rand.Rand, n int) []float32 {
 	v := randVec(rng, n, 0.1)
 	for i := range v {
-		v[i] = ref.BF16ToFloat32(ref.Float32ToBF16(v[i] + 1))
+		v[i] = safetensors.BF16ToFloat32(safetensors.Float32ToBF16(v[i] + 1))
 	}
 	return v
 }

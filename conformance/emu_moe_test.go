@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -18,12 +19,18 @@ const moeTol = 8e-6
 
 // routerTopK runs router_topk for the rows of x: ids and weights [T·k], shared gate logits [T].
 func routerTopK(k kern, m *checkpoint.MoE, x [][]float32, topK int) (ids []int32, wts, sgate []float32) {
+	return routerTopKThreads(k, m, x, topK, 1024)
+}
+
+// routerTopKThreads is routerTopK on threadgroups of the given size (a pipeline may allow fewer
+// than 1,024 threads).
+func routerTopKThreads(k kern, m *checkpoint.MoE, x [][]float32, topK, threads int) (ids []int32, wts, sgate []float32) {
 	T, e := len(x), m.Router.Out
 	bufs := map[int][]byte{6: flat(x), 7: zeros(T * topK), 8: zeros(T * topK), 9: zeros(T),
 		10: dims(e, m.Router.In, topK, m.Router.Bits)}
 	bindQ(bufs, 0, &m.Router)
 	bindQ(bufs, 3, &m.SharedEG)
-	k.run("router_topk", [3]int{T, 1, 1}, [3]int{1024, 1, 1}, bufs)
+	k.run("router_topk", [3]int{T, 1, 1}, [3]int{threads, 1, 1}, bufs)
 	return uni32(bufs[7]), unf32(bufs[8]), unf32(bufs[9])
 }
 
@@ -33,27 +40,69 @@ func testRouterTopK(t *testing.T, k kern) {
 		// Only the router and the shared-expert gate take part; 8-bit as in the MLX checkpoint.
 		m := &checkpoint.MoE{Router: qmat(t, rng, "router", 0, c.e, c.h, 8), SharedEG: qmat(t, rng, "seg", 0, 1, c.h, 8)}
 		x := routedInputs(t, rng, &m.Router, c.T, c.topK)
-		ids, wts, sgate := routerTopK(k, m, x, c.topK)
+		for _, threads := range []int{1024, 256, 32} { // 1,024 and pipelines that allow fewer
+			ids, wts, sgate := routerTopKThreads(k, m, x, c.topK, threads)
+			checkRoutes(t, m, x, c.e, c.topK, ids, wts, sgate)
+		}
+	}
+}
+
+// checkRoutes compares router_topk's results for inputs x with ref's routing.
+func checkRoutes(t *testing.T, m *checkpoint.MoE, x [][]float32, e, topK int, ids []int32, wts, sgate []float32) {
+	t.Helper()
+	for tok := range x {
+		logits := make([]float32, e)
+		sg := make([]float32, 1)
+		if err := ref.MatVec(&m.Router, 0, x[tok], logits); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.MatVec(&m.SharedEG, 0, x[tok], sg); err != nil {
+			t.Fatal(err)
+		}
+		wantIDs, wantW, err := ref.Route(logits, topK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, id := range wantIDs {
+			if int(ids[tok*topK+j]) != id {
+				t.Fatalf("E=%d token %d: ids %v, want %v", e, tok, ids[tok*topK:(tok+1)*topK], wantIDs)
+			}
+		}
+		near(t, "router weights", wts[tok*topK:(tok+1)*topK], wantW, routeTol)
+		near(t, "shared gate logit", sgate[tok:tok+1], sg, routeTol)
+	}
+}
+
+// testRouterNaN checks that NaN router logits never give an expert id outside [0, E) or a repeated
+// one: an all-NaN input (every logit NaN), and one expert whose scales are NaN, which must rank last.
+func testRouterNaN(t *testing.T, k kern) {
+	rng := rand.New(rand.NewPCG(13, 1))
+	const e, topK, h = 40, 8, 128
+	m := &checkpoint.MoE{Router: qmat(t, rng, "router", 0, e, h, 8), SharedEG: qmat(t, rng, "seg", 0, 1, h, 8)}
+	nan := make([]float32, h)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	x := [][]float32{nan, randVec(rng, h, 1)}
+	// Expert 5 gets NaN scales (bf16 0x7fc0): its logit is NaN for every input.
+	sc := m.Router.Scales.Data
+	row := 2 * (h / groupSize)
+	for i := 5 * row; i < 6*row; i += 2 {
+		sc[i], sc[i+1] = 0xc0, 0x7f
+	}
+	for _, threads := range []int{1024, 64} {
+		ids, _, _ := routerTopKThreads(k, m, x, topK, threads)
 		for tok := range x {
-			logits := make([]float32, c.e)
-			sg := make([]float32, 1)
-			if err := ref.MatVec(&m.Router, 0, x[tok], logits); err != nil {
-				t.Fatal(err)
-			}
-			if err := ref.MatVec(&m.SharedEG, 0, x[tok], sg); err != nil {
-				t.Fatal(err)
-			}
-			wantIDs, wantW, err := ref.Route(logits, c.topK)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j, id := range wantIDs {
-				if int(ids[tok*c.topK+j]) != id {
-					t.Fatalf("E=%d token %d: ids %v, want %v", c.e, tok, ids[tok*c.topK:(tok+1)*c.topK], wantIDs)
+			seen := map[int32]bool{}
+			for _, id := range ids[tok*topK : (tok+1)*topK] {
+				if id < 0 || id >= e || seen[id] {
+					t.Fatalf("threads %d token %d: ids %v: not %d distinct experts in [0, %d)", threads, tok, ids[tok*topK:(tok+1)*topK], topK, e)
 				}
+				seen[id] = true
 			}
-			near(t, "router weights", wts[tok*c.topK:(tok+1)*c.topK], wantW, routeTol)
-			near(t, "shared gate logit", sgate[tok:tok+1], sg, routeTol)
+			if tok == 1 && seen[5] {
+				t.Fatalf("threads %d: the expert with a NaN logit was chosen: %v", threads, ids[topK:])
+			}
 		}
 	}
 }
@@ -65,8 +114,17 @@ func group(k kern, ids []int32, experts int) (offsets, order []int32) {
 	counts, offs, cursor, ord := zeros(experts), zeros(experts+1), zeros(experts), zeros(n)
 	k.run("moe_count", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: counts, 2: gd})
 	k.run("moe_scan", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, map[int][]byte{0: counts, 1: offs, 2: cursor, 3: gd})
-	k.run("moe_scatter", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: cursor, 2: ord, 3: gd})
-	return uni32(offs), uni32(ord)
+	// The order within an expert is whatever the atomics give: compared sorted per expert.
+	offsets = uni32(offs)
+	k.runCanon("moe_scatter", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: cursor, 2: ord, 3: gd},
+		func(b map[int][]byte) {
+			o := uni32(b[2])
+			for e := 0; e < experts; e++ {
+				slices.Sort(o[offsets[e]:offsets[e+1]])
+			}
+			copy(b[2], i32(o))
+		})
+	return offsets, uni32(ord)
 }
 
 func testMoEGrouping(t *testing.T, k kern) {

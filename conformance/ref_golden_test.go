@@ -156,7 +156,10 @@ func TestRefMatchesTransformers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := ref.NewBackend(m)
+			b, err := ref.Open(ck.Weights, ref.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, p := range g.Prompts {
 				checkPromptLogprobs(t, b, p, goldenLogprobTol)
 				checkGreedy(t, b, p.IDs, p.Greedy, goldenLogprobTol)

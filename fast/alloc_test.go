@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/fast"
-	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/synth"
 )
@@ -42,12 +41,11 @@ func decodeAllocs(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	pool := cpu.NewPool(2)
-	defer pool.Close()
-	m, err := fast.New(ck.Weights, cpu.New(pool), fast.Options{MaxContext: 4096})
+	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: 4096, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer m.Close()
 	s, _ := m.NewSession()
 	ctx := context.Background()
 	if _, err := s.Prefill(ctx, []int32{1, 2, 3}, nil); err != nil {

@@ -64,25 +64,21 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 
 // vecsQ16 runs gathered mat-vecs whose 4-bit matrices read int16 activations
 // (cpu.Kernels.QMatVecQ16): up to 1.5e-5 of each 64-group's largest input off, against float32
-// rounding, and faster (the kernel about 1.3× in cache; whole decode up to 1.2×). The decode plan
+// rounding, and faster where the CPU lacks AVX-512 VNNI. The decode plan
 // uses it by default only where the error cannot feed back into the session's state: the lm_head, whose output is the logits and nothing else.
 // On the fixture models that leaves the decode plan's agreement with ref as it was (teacher-forced
 // top-1 100%, |Δlogp| ≤ 2e-4); using it everywhere (Options.Int16Activations) flipped an expert
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
 // Where the kernels have AVX-512 VNNI (cpu.Kernels.VNNI) the plain mat-vec is both faster and
 // exact to float32's rounding, and the lm_head takes it instead.
-func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, s.m.k == nil || !s.m.k.VNNI()) }
+func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, !s.m.k.VNNI()) }
 
 // vecsWith runs gathered mat-vecs. On the fast/cpu kernels the quantized ones run as one pool
 // dispatch (cpu.Kernels.QMatVecs), each distinct input vector prepared once (group sums, SIMD
 // orders, the int16 copy when q16) for all the matrices that read it; bf16 ones run after, each
-// split across the pool. With plain loops they run as one dispatch over all their rows.
+// split across the pool; any other dense one on the plain loops.
 func (s *Session) vecsWith(jobs []vecJob, q16 bool) {
 	m := s.m
-	if m.k == nil {
-		m.plainVecs(jobs)
-		return
-	}
 	clear(s.vecUsed)
 	mv := s.mv[:0]
 	var last []float32
@@ -228,8 +224,7 @@ func normQK(d *gdnDims, u []float32, s float32) {
 
 // moeDecode: b.r = MoE(b.a) — one dispatch for the router, the shared expert's gate and its gate
 // and up projections (all read b.a: the shared expert's 4-bit rows stream while the small 8-bit
-// router computes; on its own that dispatch ran at 10 GB/s, and the change took about 1 ms off a
-// 40-layer decode step), router top-k, one dispatch for the k experts' gate and up, one for every
+// router computes, which alone would be too small a dispatch to reach the bandwidth), router top-k, one dispatch for the k experts' gate and up, one for every
 // down projection, then the weighted sum.
 func (s *Session) moeDecode(l *layer) {
 	b := s.dec

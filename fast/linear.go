@@ -78,7 +78,7 @@ func u16(b []byte) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
-func bf16(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
+func bf16(b uint16) float32 { return safetensors.BF16ToFloat32(b) }
 
 // rowDot returns W[o] · x, dequantizing the row group by group: Σ_g s_g Σ q_i x_i + b_g Σ x_i.
 func (m *mat) rowDot(o int, x []float32) float32 {

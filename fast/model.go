@@ -7,35 +7,22 @@
 package fast
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 )
 
-// Runner runs fn over [0, n) split into ranges across a fixed set of workers and returns when all
-// are done. It is called by one goroutine at a time.
-type Runner interface {
-	Run(n int, fn func(lo, hi int))
-}
-
-// Serial is a Runner that runs everything on the calling goroutine.
-type Serial struct{}
-
-// Run calls fn(0, n).
-func (Serial) Run(n int, fn func(lo, hi int)) {
-	if n > 0 {
-		fn(0, n)
-	}
-}
-
-// Model is the prepared weights plus the plans' fixed sizes. It is immutable after New and may be
-// shared by sessions that are used one at a time (they share the Runner).
+// Model is the fast backend: the prepared weights plus the plans' fixed sizes, on the fast/cpu
+// kernels and their worker pool, which the Model owns (Close stops it). It is immutable after Open
+// and may be shared by sessions that are used one at a time (they share the pool).
 type Model struct {
 	cfg    *checkpoint.Config
-	run    Runner
-	k      *cpu.Kernels // nil: the plain Go loops in linear.go
+	run    *cpu.Pool // the kernels' pool; it also runs the plans' other parallel loops
+	k      *cpu.Kernels
 	embed  *mat
 	lmHead *mat
 	final  []float32
@@ -65,39 +52,53 @@ type Options struct {
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings).
 	MaxContext int
 	// Int16Activations makes all of decode's 4-bit mat-vecs read their input quantized to int16 per
-	// group of 64 (cpu.Kernels.QMatVecQ16), not only the lm_head's: up to 1.2× faster decode on
-	// AVX-512 without VNNI (with VNNI, slower than the default kernel), but the rounding reaches the
+	// group of 64 (cpu.Kernels.QMatVecQ16), not only the lm_head's: faster decode on AVX-512
+	// without VNNI (with VNNI, slower than the default kernel), but the rounding reaches the
 	// session's state. Off by default: see Session.vecsQ16.
 	Int16Activations bool
+	// Threads is the size of the worker pool (0: one worker per core).
+	Threads int
+	// Portable runs the portable Go kernels (cpu.NewPortable) instead of the SIMD ones: the same
+	// plans, a check of the SIMD kernels against their portable twins.
+	Portable bool
 }
 
-// New prepares w for the fast plans on the CPU kernels k (their pool also runs the plans' other
-// parallel loops).
-func New(w *checkpoint.Weights, k *cpu.Kernels, opt Options) (*Model, error) {
-	m, err := newModel(w, k.Pool(), opt.MaxContext)
+// Open checks w (checkpoint.Weights.Validate) and prepares it for the fast plans on the fast/cpu
+// kernels, with a worker pool of its own that Close stops. The weights must stay valid (mapped)
+// until Close.
+func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
+	if w == nil || w.Config == nil {
+		return nil, errors.New("fast: nil weights or config")
+	}
+	if err := w.Validate(); err != nil {
+		return nil, fmt.Errorf("fast: %w", err)
+	}
+	p := cpu.NewPool(o.Threads)
+	k := cpu.New(p)
+	if o.Portable {
+		k = cpu.NewPortable(p)
+	}
+	m, err := newModel(w, k, o)
 	if err != nil {
+		p.Close()
 		return nil, err
 	}
-	m.k, m.ops = k, vecOps{k}
-	m.int16 = opt.Int16Activations
 	return m, nil
 }
 
-// NewPlain prepares w for the fast plans with plain Go loops instead of the fast/cpu kernels, run
-// by run (nil: serially). It is the kernels' oracle inside this package and a fallback.
-func NewPlain(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
-	if run == nil {
-		run = Serial{}
-	}
-	return newModel(w, run, maxCtx)
+// Close stops the model's worker pool. Sessions must be closed first.
+func (m *Model) Close() error {
+	m.run.Close()
+	return nil
 }
 
-func newModel(w *checkpoint.Weights, run Runner, maxCtx int) (*Model, error) {
+func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) {
 	c := w.Config
+	maxCtx := o.MaxContext
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	m := &Model{cfg: c, run: run, final: w.FinalNorm, maxCtx: maxCtx,
+	m := &Model{cfg: c, run: k.Pool(), k: k, ops: vecOps{k}, int16: o.Int16Activations, final: w.FinalNorm, maxCtx: maxCtx,
 		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta),
 		gdn: gdnDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
 			dv: c.LinearValueHeadDim, k: c.LinearConvKernel, c: c.ConvDim(), eps: 1e-6}}

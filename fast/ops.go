@@ -94,50 +94,27 @@ func route(logits []float32, ids []int, w []float32) {
 
 // vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in the delta rule and the MoE
 // combine; the block helpers of attention and the chunked delta rule; SiLU in the GDN conv and
-// output gate and the SwiGLU): the fast/cpu SIMD versions when the model runs on the kernels, the
-// plain loops otherwise (NewPlain, the in-package oracle).
+// output gate and the SwiGLU) on the fast/cpu kernels.
 type vecOps struct{ k *cpu.Kernels }
 
 // silu replaces x by silu(x) (cpu.Kernels.SiLU: float32 exp on the SIMD kernels).
 func (o vecOps) silu(x []float32) {
-	if o.k != nil {
-		o.k.SiLU(x, x)
-		return
-	}
-	for i, v := range x {
-		x[i] = silu(v)
-	}
+	o.k.SiLU(x, x)
 }
 
 // swiglu: g = silu(g)·u in place; g: [n], u: at least [n].
 func (o vecOps) swiglu(g, u []float32) {
-	if o.k != nil {
-		o.k.SiLUMul(g, g, u)
-		return
-	}
-	for i, v := range g {
-		g[i] = silu(v) * u[i]
-	}
+	o.k.SiLUMul(g, g, u)
 }
 
 // dot returns Σ a_i·b_i over len(a).
 func (o vecOps) dot(a, b []float32) float32 {
-	if o.k != nil {
-		return o.k.Dot(a, b)
-	}
-	return dot(a, b)
+	return o.k.Dot(a, b)
 }
 
 // scaleAxpy: y[:len(x)] = b·y + a·x.
 func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
-	if o.k != nil {
-		o.k.ScaleAxpy(y[:len(x)], b, a, x)
-		return
-	}
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] = y[i]*b + a*v
-	}
+	o.k.ScaleAxpy(y[:len(x)], b, a, x)
 }
 
 // foldScores folds one query row's scores for a block of keys into its running softmax: when the
@@ -145,17 +122,7 @@ func (o vecOps) scaleAxpy(y []float32, b, a float32, x []float32) {
 // become e^{score−mx} in place (the weights of the block's values) and sum grows by their total.
 // sc: [keys]; acc: [D].
 func (o vecOps) foldScores(sc, acc []float32, mx *float32, sum *float64) {
-	var bm float32
-	if o.k != nil {
-		bm = o.k.MaxOf(sc)
-	} else {
-		bm = sc[0]
-		for _, e := range sc[1:] {
-			if e > bm {
-				bm = e
-			}
-		}
-	}
+	bm := o.k.MaxOf(sc)
 	if bm > *mx {
 		f := float32(math.Exp(float64(*mx - bm)))
 		*sum *= float64(f)
@@ -169,84 +136,36 @@ func (o vecOps) foldScores(sc, acc []float32, mx *float32, sum *float64) {
 
 // dots: out[t] = q·rows[t·stride : t·stride+len(q)] for t < len(out).
 func (o vecOps) dots(out, q, rows []float32, stride int) {
-	if o.k != nil {
-		o.k.Dots(out, q, rows, stride)
-		return
-	}
-	for t := range out {
-		out[t] = dot(q, rows[t*stride:t*stride+len(q)])
-	}
+	o.k.Dots(out, q, rows, stride)
 }
 
 // expShift replaces x by e^{x−m} and returns the sum.
 func (o vecOps) expShift(x []float32, m float32) float64 {
-	if o.k != nil {
-		return o.k.ExpShift(x, m)
-	}
-	var s float64
-	for i, v := range x {
-		x[i] = float32(math.Exp(float64(v - m)))
-		s += float64(x[i])
-	}
-	return s
+	return o.k.ExpShift(x, m)
 }
 
 // axpyRows: acc += Σ_t p[t]·rows[t·stride : t·stride+len(acc)].
 func (o vecOps) axpyRows(acc, p, rows []float32, stride int) {
-	if o.k != nil {
-		o.k.AxpyRows(acc, p, rows, stride)
-		return
-	}
-	for t, a := range p {
-		axpy(a, rows[t*stride:t*stride+len(acc)], acc)
-	}
+	o.k.AxpyRows(acc, p, rows, stride)
 }
 
 // axpy: y[:len(x)] += a·x.
 func (o vecOps) axpy(a float32, x, y []float32) {
-	if o.k != nil {
-		o.k.Axpy(y[:len(x)], a, x)
-		return
-	}
-	axpy(a, x, y)
+	o.k.Axpy(y[:len(x)], a, x)
 }
 
 // scoreTile: s[i·n+j] = q[i·d : (i+1)·d] · keys[j·ks : j·ks+d] for i < m, j < n.
 func (o vecOps) scoreTile(s, q []float32, m, d int, keys []float32, ks, n int) {
-	if o.k != nil {
-		o.k.ScoreTile(s, q, m, d, keys, ks, n)
-		return
-	}
-	for i := range m {
-		o.dots(s[i*n:(i+1)*n], q[i*d:(i+1)*d], keys, ks)
-	}
+	o.k.ScoreTile(s, q, m, d, keys, ks, n)
 }
 
 // accumTile: out[i·d : (i+1)·d] += Σ_j p[i·n+j]·v[j·vs : j·vs+d] for i < m.
 func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float32, vs int) {
-	if o.k != nil {
-		o.k.AccumTile(out, m, d, p, n, v, vs)
-		return
-	}
-	for i := range m {
-		o.axpyRows(out[i*d:(i+1)*d], p[i*n:(i+1)*n], v, vs)
-	}
+	o.k.AccumTile(out, m, d, p, n, v, vs)
 }
 
 // deltaUpdate: S_i = decay·S_i + k_i·delta for every row of s: [len(k), len(out)], and
 // out = Σ_i q_i·S_i from the new rows (delta and out must not overlap).
 func (o vecOps) deltaUpdate(s []float32, decay float32, k, q, delta, out []float32) {
-	if o.k != nil {
-		o.k.DeltaUpdate(s, decay, k, q, delta, out)
-		return
-	}
-	dv := len(out)
-	clear(out)
-	for i, ki := range k {
-		row := s[i*dv : (i+1)*dv]
-		for j, d := range delta {
-			row[j] = decay*row[j] + ki*d
-		}
-		axpy(q[i], row, out)
-	}
+	o.k.DeltaUpdate(s, decay, k, q, delta, out)
 }

@@ -9,8 +9,7 @@ import (
 // prefillChunk is how many prompt tokens one pass of the prefill plan processes: large enough
 // that each dequantized weight row is reused across many tokens, small enough that the
 // activations of a chunk stay in tens of MB at the real dimensions. At 1,024 an expert sees 32
-// tokens on average (8 of 256 experts per token), against 16 at 512: 4-layer synth prefill at 1K
-// and 4K +3–7%, resident memory at 8K on 8 layers 0.29 → 0.31 GB over the weights.
+// tokens on average (8 of 256 experts per token), enough rows to reuse each dequantized row well.
 const prefillChunk = 1024
 
 // logitRows is how many positions share one pass over lm_head when every position's logits are
@@ -32,17 +31,13 @@ type mulJob struct {
 // rest with the plain loops.
 func (s *Session) muls(jobs ...mulJob) {
 	m := s.m
-	if m.k == nil {
-		m.plainMuls(jobs...)
-		return
-	}
 	var few []vecJob
 	for _, j := range jobs {
 		if j.rows == 0 {
 			continue
 		}
 		switch {
-		case j.w.q != nil && j.rows <= mulAsVecsRows:
+		case j.w.q != nil && j.rows < m.k.MatMatMinRows(j.w.q):
 			for r := range j.rows {
 				few = append(few, vecJob{j.w, j.x[r*j.w.in : (r+1)*j.w.in], j.y[r*j.yStride : r*j.yStride+j.w.out]})
 			}
@@ -56,12 +51,6 @@ func (s *Session) muls(jobs ...mulJob) {
 		s.vecsWith(few, false)
 	}
 }
-
-// mulAsVecsRows is the most token rows a quantized mat-mat runs as mat-vecs: the grouped GEMM
-// dequantizes the whole matrix whatever the row count, which costs more than the fused mat-vecs
-// up to about 5 rows (measured on a 4-bit [512, 2048] expert from DRAM, two workers: 1 row 144
-// against 38 µs, 4 rows 138 against 121 µs, 6 rows 174 against 185 µs).
-const mulAsVecsRows = 4
 
 // plainMuls runs the mat-mats with the plain loops in one parallel dispatch over all their output
 // rows; each weight row is dequantized once and reused for every token row.

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/ebitengine/purego/objc"
 )
 
@@ -29,7 +28,8 @@ type MetalDevice struct {
 	pipes           map[string]pipeline
 	sel             selectors
 	page            int
-	maxBuf          int // the device's maxBufferLength
+	maxBuf          int    // the device's maxBufferLength
+	limits          Limits // read once at open
 }
 
 type pipeline struct {
@@ -110,36 +110,6 @@ func (d *MetalDevice) do(fn func() error) error {
 	}
 	<-ran
 	return err
-}
-
-func (d *MetalDevice) open() error {
-	lib, err := purego.Dlopen("/System/Library/Frameworks/Metal.framework/Metal", purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return fmt.Errorf("metal: loading Metal.framework: %w", err)
-	}
-	var create func() objc.ID
-	purego.RegisterLibFunc(&create, lib, "MTLCreateSystemDefaultDevice")
-	d.sel = newSelectors()
-	pool := objc.ID(objc.GetClass("NSAutoreleasePool")).Send(d.sel.new)
-	defer pool.Send(d.sel.drain)
-	d.dev = create()
-	if d.dev == 0 {
-		return fmt.Errorf("%w: MTLCreateSystemDefaultDevice returned none", ErrNoMetal)
-	}
-	d.maxBuf = int(objc.Send[uint64](d.dev, d.sel.maxBufferLength))
-	d.queue = d.dev.Send(d.sel.newCommandQueue)
-	if d.queue == 0 {
-		return errors.New("metal: newCommandQueue failed")
-	}
-	opts := objc.ID(objc.GetClass("MTLCompileOptions")).Send(d.sel.new)
-	opts.Send(d.sel.setFastMathEnabled, false) // the kernels are checked against ref with IEEE exp/log
-	var nserr objc.ID
-	d.lib = d.dev.Send(d.sel.newLibraryWithSource, d.nsString(Source()), opts, unsafe.Pointer(&nserr))
-	opts.Send(d.sel.release)
-	if d.lib == 0 {
-		return fmt.Errorf("metal: compiling the kernel library: %s", d.errText(nserr))
-	}
-	return nil
 }
 
 // release drops every Metal object the loop owns.
@@ -314,3 +284,5 @@ func (d *MetalDevice) Close() error {
 }
 
 var _ Device = (*MetalDevice)(nil)
+
+var _ timedRunner = (*MetalDevice)(nil)

@@ -3,6 +3,7 @@ package metal
 import (
 	"bytes"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego/objc"
@@ -19,6 +20,9 @@ type selectors struct {
 	commandBuffer, computeCommandEncoder, blitCommandEncoder, endEncoding       objc.SEL
 	setComputePipelineState, setBuffer, setBytes, dispatchThreadgroups          objc.SEL
 	copyBuffer, fillBuffer, commit, waitUntilCompleted, status, errorSel        objc.SEL
+	recommendedMaxWorkingSetSize, respondsToSelector, setMathMode               objc.SEL
+	setMathFloatingPointFunctions, count, objectAtIndex, retain                 objc.SEL
+	gpuStartTime, gpuEndTime                                                    objc.SEL
 }
 
 func newSelectors() selectors {
@@ -44,6 +48,12 @@ func newSelectors() selectors {
 		copyBuffer: r("copyFromBuffer:sourceOffset:toBuffer:destinationOffset:size:"),
 		fillBuffer: r("fillBuffer:range:value:"),
 		commit:     r("commit"), waitUntilCompleted: r("waitUntilCompleted"), status: r("status"), errorSel: r("error"),
+		recommendedMaxWorkingSetSize:  r("recommendedMaxWorkingSetSize"),
+		respondsToSelector:            r("respondsToSelector:"),
+		setMathMode:                   r("setMathMode:"),
+		setMathFloatingPointFunctions: r("setMathFloatingPointFunctions:"),
+		count:                         r("count"), objectAtIndex: r("objectAtIndex:"), retain: r("retain"),
+		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
 	}
 }
 
@@ -108,7 +118,20 @@ func (d *MetalDevice) Download(dst []byte, src Buffer, off int) error {
 
 // Run encodes cmds into one command buffer (consecutive dispatches share a compute encoder,
 // copies a blit encoder), commits it and waits; a failed command buffer returns Metal's error text.
-func (d *MetalDevice) Run(cmds []Command) error {
+func (d *MetalDevice) Run(cmds []Command) error { return d.run(cmds, nil) }
+
+// RunTimed is Run, and returns the GPU time the command buffer took: its GPUEndTime minus its
+// GPUStartTime, without the CPU's encoding, commit and wake-up.
+func (d *MetalDevice) RunTimed(cmds []Command) (time.Duration, error) {
+	var sec float64
+	if err := d.run(cmds, &sec); err != nil {
+		return 0, err
+	}
+	return time.Duration(sec * float64(time.Second)), nil
+}
+
+// run encodes, commits and waits for cmds; gpu, when not nil, receives the GPU seconds it took.
+func (d *MetalDevice) run(cmds []Command, gpu *float64) error {
 	if err := check(cmds); err != nil {
 		return err
 	}
@@ -160,6 +183,9 @@ func (d *MetalDevice) Run(cmds []Command) error {
 		cb.Send(d.sel.waitUntilCompleted)
 		if objc.Send[uint64](cb, d.sel.status) == mtlStatusError {
 			return fmt.Errorf("metal: command buffer failed: %s", d.errText(cb.Send(d.sel.errorSel)))
+		}
+		if gpu != nil {
+			*gpu = objc.Send[float64](cb, d.sel.gpuEndTime) - objc.Send[float64](cb, d.sel.gpuStartTime)
 		}
 		return nil
 	})

@@ -38,6 +38,26 @@ type Device interface {
 	Free(b Buffer)
 	// Close releases the device; its buffers must not be used afterwards.
 	Close() error
+	// Limits are the device's memory limits.
+	Limits() Limits
+	// MaxThreads is the most threads per threadgroup the kernel's pipeline allows (Metal's
+	// maxTotalThreadsPerThreadgroup, at most 1,024; lower for a kernel that needs many registers).
+	MaxThreads(kernel string) (int, error)
+}
+
+// maxThreadgroup is the most threads per threadgroup any Apple GPU runs.
+const maxThreadgroup = 1024
+
+// Limits are what a device says about its memory.
+type Limits struct {
+	// MaxBufferLength is the largest buffer the device can make (Metal's maxBufferLength).
+	MaxBufferLength int64
+	// WorkingSet is about how much memory the device can use without hurting performance
+	// (Metal's recommendedMaxWorkingSetSize; on macOS it follows iogpu.wired_limit_mb).
+	WorkingSet int64
+	// Source says how the device was obtained ("MTLCreateSystemDefaultDevice",
+	// "MTLCopyAllDevices", "emulator").
+	Source string
 }
 
 // Storage says who may touch a buffer's memory directly.
@@ -113,7 +133,7 @@ func check(cmds []Command) error {
 		switch c := c.(type) {
 		case *Dispatch:
 			t := c.Threads[0] * c.Threads[1] * c.Threads[2]
-			if t <= 0 || t > 1024 || c.Groups[0] <= 0 || c.Groups[1] <= 0 || c.Groups[2] <= 0 {
+			if t <= 0 || t > maxThreadgroup || c.Groups[0] <= 0 || c.Groups[1] <= 0 || c.Groups[2] <= 0 {
 				return fmt.Errorf("metal: command %d (%s): bad grid %v × %v", i, c.Kernel, c.Groups, c.Threads)
 			}
 			if len(c.Args) > 31 {

@@ -8,80 +8,158 @@ import (
 	"github.com/lily-engine/lily/metal/emu"
 )
 
-// EmuDevice is the Device that runs the kernels on the CPU emulator (metal/emu): buffers are Go
-// byte slices and each dispatch is one emu.Dispatch over the windows its arguments name. It runs
-// exactly the plans the Metal device runs, so every buffer offset, grid size and ordering is
-// exercised on Linux. Wrap copies, so the whole model lives in Go memory: it is meant for the tiny
-// test models, not the real checkpoint. It is safe for concurrent use; Run calls are serialized.
+// EmuDevice is the Device that runs the kernels on the CPU emulator (metal/emu): buffers are memory
+// shared with the emulator process, and each dispatch is one emu.Run over the windows its arguments
+// name, which the emulator bounds-checks. It runs exactly the plans the Metal device runs, so every
+// buffer offset, grid size and ordering is exercised on Linux. Wrap copies, so the whole model lives
+// in (file-backed, shared) memory. It is safe for concurrent use; Run calls are serialized.
 type EmuDevice struct {
 	mu  sync.Mutex
 	emu *emu.Emulator
+	opt EmuOptions
 }
 
-type emuBuffer struct{ b []byte }
+// EmuOptions configure an emulator device. The limits are reported as a Metal device reports its
+// own, so that checks against them can be tested with small values.
+type EmuOptions struct {
+	// Threads is how many OS threads run threadgroups; 0 means one per CPU.
+	Threads int
+	// Schedule is the interleaving every dispatch runs under (the zero value: in order).
+	Schedule emu.Schedule
+	// MaxThreads caps a kernel's maxTotalThreadsPerThreadgroup below the default 1,024.
+	MaxThreads map[string]int
+	// MaxBufferLength and WorkingSet are what Limits reports; 0 means the defaults below.
+	MaxBufferLength, WorkingSet int64
+}
 
-func (b *emuBuffer) Len() int { return len(b.b) }
+// The emulator's default limits: those of a 64 GB Apple-silicon Mac (a quarter of memory per
+// buffer, three quarters as working set).
+const (
+	emuMaxBufferLength = 16 << 30
+	emuWorkingSet      = 48 << 30
+)
 
-// NewEmuDevice compiles metal.Source() with g++ (about 10 s) and starts the emulator.
-func NewEmuDevice() (*EmuDevice, error) {
-	e, err := emu.Build(map[string]string{"lily.metal": Source()})
+// emuBuffer is memory shared with the emulator process, or plain Go memory on the zero EmuDevice
+// (which plans and uploads without an emulator, for tests that need no g++).
+type emuBuffer struct {
+	b   *emu.Buffer
+	mem []byte
+}
+
+func (b *emuBuffer) bytes() []byte {
+	if b.b != nil {
+		return b.b.Bytes()
+	}
+	return b.mem
+}
+
+func (b *emuBuffer) Len() int { return len(b.bytes()) }
+
+// NewEmuDevice compiles metal.Source() with g++ (about 20 s) and starts the emulator.
+func NewEmuDevice() (*EmuDevice, error) { return NewEmuDeviceOptions(EmuOptions{}) }
+
+// NewEmuDeviceOptions is NewEmuDevice with options.
+func NewEmuDeviceOptions(o EmuOptions) (*EmuDevice, error) {
+	if o.MaxBufferLength <= 0 {
+		o.MaxBufferLength = emuMaxBufferLength
+	}
+	if o.WorkingSet <= 0 {
+		o.WorkingSet = emuWorkingSet
+	}
+	e, err := emu.BuildOptions(map[string]string{"lily.metal": Source()}, emu.Options{Threads: o.Threads})
 	if err != nil {
 		return nil, err
 	}
-	return &EmuDevice{emu: e}, nil
+	return &EmuDevice{emu: e, opt: o}, nil
 }
 
 // Name is "metal-emu".
 func (d *EmuDevice) Name() string { return "metal-emu" }
 
-// Alloc returns a zeroed Go slice; storage modes are all the same memory here.
-func (d *EmuDevice) Alloc(n int, _ Storage) (Buffer, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("metal-emu: alloc of %d bytes", n)
+// Limits reports the configured limits.
+func (d *EmuDevice) Limits() Limits {
+	l := Limits{MaxBufferLength: d.opt.MaxBufferLength, WorkingSet: d.opt.WorkingSet, Source: "emulator"}
+	if l.MaxBufferLength <= 0 {
+		l.MaxBufferLength = emuMaxBufferLength
 	}
-	return &emuBuffer{b: make([]byte, n)}, nil
+	if l.WorkingSet <= 0 {
+		l.WorkingSet = emuWorkingSet
+	}
+	return l
 }
 
-// Wrap copies b: the emulator writes every bound window back after a dispatch, which a read-only
-// file mapping would not survive.
+// MaxThreads is 1,024 unless the options cap the kernel lower.
+func (d *EmuDevice) MaxThreads(kernel string) (int, error) {
+	if d.emu != nil {
+		if _, ok := d.emu.Kernels()[kernel]; !ok {
+			return 0, fmt.Errorf("metal-emu: kernel %q not in the library", kernel)
+		}
+	}
+	if n, ok := d.opt.MaxThreads[kernel]; ok && n > 0 && n < maxThreadgroup {
+		return n, nil
+	}
+	return maxThreadgroup, nil
+}
+
+// Alloc returns a zeroed shared buffer; storage modes are all the same memory here.
+func (d *EmuDevice) Alloc(n int, _ Storage) (Buffer, error) {
+	if lim := d.Limits().MaxBufferLength; n <= 0 || int64(n) > lim {
+		return nil, fmt.Errorf("metal-emu: alloc of %d bytes (maxBufferLength %d)", n, lim)
+	}
+	if d.emu == nil {
+		return &emuBuffer{mem: make([]byte, n)}, nil
+	}
+	b, err := d.emu.NewBuffer(n)
+	if err != nil {
+		return nil, err
+	}
+	return &emuBuffer{b: b}, nil
+}
+
+// Wrap copies b into a shared buffer.
 func (d *EmuDevice) Wrap(b []byte, _ bool) (Buffer, int, error) {
 	if len(b) == 0 {
 		return nil, 0, errors.New("metal-emu: wrap of an empty slice")
 	}
-	return &emuBuffer{b: append([]byte(nil), b...)}, 0, nil
+	buf, err := d.Alloc(len(b), Shared)
+	if err != nil {
+		return nil, 0, err
+	}
+	copy(buf.(*emuBuffer).bytes(), b)
+	return buf, 0, nil
 }
 
-func (d *EmuDevice) buf(b Buffer) (*emuBuffer, error) {
+func (d *EmuDevice) buf(b Buffer) ([]byte, error) {
 	e, ok := b.(*emuBuffer)
-	if !ok || e == nil {
-		return nil, fmt.Errorf("metal-emu: buffer %T is not from this device", b)
+	if !ok || e == nil || e.bytes() == nil {
+		return nil, fmt.Errorf("metal-emu: buffer %T is not a live buffer of this device", b)
 	}
-	return e, nil
+	return e.bytes(), nil
 }
 
 // Upload copies src into dst at off.
 func (d *EmuDevice) Upload(dst Buffer, off int, src []byte) error {
-	e, err := d.buf(dst)
+	b, err := d.buf(dst)
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(src) > len(e.b) {
-		return fmt.Errorf("metal-emu: upload of %d bytes at %d into %d", len(src), off, len(e.b))
+	if off < 0 || off+len(src) > len(b) {
+		return fmt.Errorf("metal-emu: upload of %d bytes at %d into %d", len(src), off, len(b))
 	}
-	copy(e.b[off:], src)
+	copy(b[off:], src)
 	return nil
 }
 
 // Download copies len(dst) bytes from src at off.
 func (d *EmuDevice) Download(dst []byte, src Buffer, off int) error {
-	e, err := d.buf(src)
+	b, err := d.buf(src)
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(dst) > len(e.b) {
-		return fmt.Errorf("metal-emu: download of %d bytes at %d from %d", len(dst), off, len(e.b))
+	if off < 0 || off+len(dst) > len(b) {
+		return fmt.Errorf("metal-emu: download of %d bytes at %d from %d", len(dst), off, len(b))
 	}
-	copy(dst, e.b[off:])
+	copy(dst, b[off:])
 	return nil
 }
 
@@ -98,20 +176,7 @@ func (d *EmuDevice) Run(cmds []Command) error {
 	for i, c := range cmds {
 		switch c := c.(type) {
 		case *Dispatch:
-			bufs := make(map[int][]byte, len(c.Args))
-			for j, a := range c.Args {
-				if a.Buf == nil {
-					bufs[j] = append([]byte(nil), a.Bytes...)
-					continue
-				}
-				e, err := d.buf(a.Buf)
-				if err != nil {
-					return err
-				}
-				off, end, _ := a.window()
-				bufs[j] = e.b[off:end:end]
-			}
-			if err := d.emu.Dispatch(c.Kernel, c.Groups, c.Threads, bufs); err != nil {
+			if err := d.dispatch(c); err != nil {
 				return fmt.Errorf("command %d: %w", i, err)
 			}
 		case *Copy:
@@ -123,14 +188,44 @@ func (d *EmuDevice) Run(cmds []Command) error {
 			if err != nil {
 				return err
 			}
-			copy(dst.b[c.DstOff:c.DstOff+c.N], src.b[c.SrcOff:c.SrcOff+c.N])
+			copy(dst[c.DstOff:c.DstOff+c.N], src[c.SrcOff:c.SrcOff+c.N])
 		}
 	}
 	return nil
 }
 
-// Free drops the buffer (the garbage collector reclaims it).
-func (d *EmuDevice) Free(Buffer) {}
+// dispatch runs one kernel: buffer arguments as windows of shared memory, inline ones copied. Like
+// a Metal pipeline, it refuses more threads per threadgroup than the kernel allows.
+func (d *EmuDevice) dispatch(c *Dispatch) error {
+	limit, err := d.MaxThreads(c.Kernel)
+	if err != nil {
+		return err
+	}
+	if t := c.Threads[0] * c.Threads[1] * c.Threads[2]; t > limit {
+		return fmt.Errorf("metal-emu: %s: %d threads per threadgroup, the pipeline allows %d", c.Kernel, t, limit)
+	}
+	args := make([]emu.Arg, len(c.Args))
+	for j, a := range c.Args {
+		if a.Buf == nil {
+			args[j] = emu.Arg{Slot: j, Bytes: append([]byte(nil), a.Bytes...)}
+			continue
+		}
+		e, ok := a.Buf.(*emuBuffer)
+		if !ok || e == nil || e.b == nil {
+			return fmt.Errorf("metal-emu: %s: buffer %d is %T, not from this device", c.Kernel, j, a.Buf)
+		}
+		off, end, _ := a.window()
+		args[j] = emu.Arg{Slot: j, Buf: e.b, Off: off, Len: end - off}
+	}
+	return d.emu.Run(c.Kernel, c.Groups, c.Threads, args, d.opt.Schedule)
+}
+
+// Free unmaps the buffer.
+func (d *EmuDevice) Free(b Buffer) {
+	if e, ok := b.(*emuBuffer); ok && e != nil && e.b != nil && d.emu != nil {
+		d.emu.FreeBuffer(e.b)
+	}
+}
 
 // Close stops the emulator process.
 func (d *EmuDevice) Close() error {
@@ -143,3 +238,5 @@ func (d *EmuDevice) Close() error {
 	d.emu = nil
 	return err
 }
+
+var _ Device = (*EmuDevice)(nil)

@@ -6,21 +6,21 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
-	"github.com/lily-engine/lily/ref"
+	"github.com/lily-engine/lily/internal/rope"
 )
 
 // kernelGroup is the quantization group the kernels are compiled for (LILY_GROUP in
 // kernels/00_common.metal).
 const kernelGroup = 64
 
-// Engine is the Metal backend: the fast engine's plans (design.md §3) as dispatch sequences on a
+// Model is the Metal backend: the fast engine's plans (design.md §3) as dispatch sequences on a
 // Device. Decode is one command buffer per token; prefill runs in chunks of prefillChunk tokens,
 // one command buffer per chunk, with tokens grouped by expert on the GPU. The weights are wrapped
 // once (in place, where the device can) and shared by every session.
 //
-// An Engine is safe for concurrent use through distinct Sessions (the device serializes their
+// A Model is safe for concurrent use through distinct Sessions (the device serializes their
 // command buffers); one Session is used by one goroutine at a time.
-type Engine struct {
+type Model struct {
 	dev    Device
 	cfg    *checkpoint.Config
 	maxCtx int
@@ -32,6 +32,8 @@ type Engine struct {
 	wbufs  []Buffer // wrapped weight memory and the vector arena, freed by Close
 	zeroes Buffer   // E+1 zero words: the source of the moe_count reset copy
 	sizes  sizes
+	rope   *rope.Table // RoPE inverse frequencies; setInputs fills each position's tables from it
+	ownDev bool        // Close closes dev (Open opened it)
 }
 
 // sizes are the model dimensions the plans use.
@@ -40,32 +42,38 @@ type sizes struct {
 	hq, hkv, d, rot                   int
 	hk, hv, dk, dv, conv, c           int
 	eps                               float32
+	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
 }
 
-// NewEngine prepares w for the Metal plans on dev. Only the MLX (quantized) layout runs on Metal:
-// every matrix must be 4- or 8-bit with group size 64. maxCtx bounds a session's length (0 means
-// the config's max_position_embeddings); KV caches grow on demand up to it. The weights must stay
-// valid (mapped) until Close.
-func NewEngine(w *checkpoint.Weights, dev Device, maxCtx int) (*Engine, error) {
+// newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
+// when it opened dev). Only the MLX (quantized) layout runs on Metal: every matrix must be 4- or
+// 8-bit with group size 64. maxCtx bounds a session's length (0 means the config's
+// max_position_embeddings); KV caches grow on demand up to it. The weights must stay valid (mapped)
+// until Close.
+func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 	if w == nil || w.Config == nil {
 		return nil, errors.New("metal: nil weights or config")
 	}
 	if dev == nil {
 		return nil, errors.New("metal: nil device")
 	}
-	if _, err := ref.New(w); err != nil { // shapes and stored sizes of every tensor
+	if err := w.Validate(); err != nil { // shapes and stored sizes of every tensor
 		return nil, fmt.Errorf("metal: %w", err)
 	}
 	c := w.Config
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Engine{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
+	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
+	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
 	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
 		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
 		rot: c.RotaryDim(), hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
 		dv: c.LinearValueHeadDim, conv: c.LinearConvKernel, c: c.ConvDim(), eps: float32(c.RMSNormEps)}
 	if err := checkLimits(w, &e.sizes); err != nil {
+		return nil, err
+	}
+	if err := e.sizes.pipelineLanes(dev); err != nil {
 		return nil, err
 	}
 	if err := e.upload(w); err != nil {
@@ -112,7 +120,7 @@ func checkLimits(w *checkpoint.Weights, s *sizes) error {
 		{s.hk > 0 && s.hv%s.hk == 0 && s.hv/s.hk*s.dv <= 1024, "value heads per key head × value dim <= 1024"},
 		{s.hkv > 0 && s.hq%s.hkv == 0, "query heads a multiple of kv heads"},
 		{s.rot%2 == 0 && s.rot <= s.d, "an even rotary dim within the head"},
-		{s.e <= 1024 && s.k <= 32, "num_experts <= 1024 and num_experts_per_tok <= 32"},
+		{s.e <= 1024 && s.k <= 32 && s.k <= s.e, "num_experts <= 1024 and num_experts_per_tok <= min(32, num_experts)"},
 		{s.conv >= 1, "a conv kernel of at least one tap"},
 	}
 	for _, l := range lim {
@@ -158,19 +166,20 @@ func each(w *checkpoint.Weights, fn func(*checkpoint.Matrix)) {
 }
 
 // Name is the device's name: "metal" or "metal-emu".
-func (e *Engine) Name() string { return e.dev.Name() }
+func (e *Model) Name() string { return e.dev.Name() }
 
 // VocabSize is the logits length.
-func (e *Engine) VocabSize() int { return e.sizes.v }
+func (e *Model) VocabSize() int { return e.sizes.v }
 
 // MaxContext is the longest sequence a session may hold.
-func (e *Engine) MaxContext() int { return e.maxCtx }
+func (e *Model) MaxContext() int { return e.maxCtx }
 
 // NewSession returns an empty sequence with its device buffers.
-func (e *Engine) NewSession() (engine.Session, error) { return e.newSession() }
+func (e *Model) NewSession() (engine.Session, error) { return e.newSession() }
 
-// Close frees the weight buffers. Sessions must be closed first; the device is not closed.
-func (e *Engine) Close() error {
+// Close frees the weight buffers, and closes the device when Open opened it. Sessions must be
+// closed first.
+func (e *Model) Close() error {
 	for _, b := range e.wbufs {
 		e.dev.Free(b)
 	}
@@ -179,11 +188,15 @@ func (e *Engine) Close() error {
 		e.dev.Free(e.zeroes)
 		e.zeroes = nil
 	}
+	if e.ownDev {
+		e.ownDev = false
+		return e.dev.Close()
+	}
 	return nil
 }
 
 var (
-	_ engine.Backend = (*Engine)(nil)
+	_ engine.Backend = (*Model)(nil)
 	_ engine.Session = (*Session)(nil)
 	_ Device         = (*EmuDevice)(nil)
 )

@@ -58,7 +58,7 @@ type scratch struct {
 const decodeSplit = 256
 
 // newScratch lays out the chunk activations (private) and the inputs/readback (shared).
-func (e *Engine) newScratch() (*scratch, []Buffer, error) {
+func (e *Model) newScratch() (*scratch, []Buffer, error) {
 	s, t := &e.sizes, e.chunk
 	var p, io layout
 	sc := &scratch{}
@@ -103,7 +103,7 @@ type state struct {
 // defaultKVStep is the KV cache growth step in tokens.
 const defaultKVStep = 256
 
-func (e *Engine) newState() (*state, error) {
+func (e *Model) newState() (*state, error) {
 	s := &e.sizes
 	st := &state{kvRow: 4 * s.hkv * s.d}
 	var l layout
@@ -125,7 +125,7 @@ func (e *Engine) newState() (*state, error) {
 }
 
 // reserveKV grows every KV cache to hold need tokens, keeping the first keep tokens.
-func (e *Engine) reserveKV(st *state, need, keep int) error {
+func (e *Model) reserveKV(st *state, need, keep int) error {
 	if need <= st.kvCap {
 		return nil
 	}

@@ -1,6 +1,9 @@
 package metal
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The host side of each kernel: its grid and its buffer order, written down once, matching the
 // header comment of the kernel in kernels/*.metal. Activation arguments are windows of float32
@@ -95,7 +98,7 @@ func attnPrefill(s *sizes, pos0, t int, q, kc, vc, gate, out Arg) *Dispatch {
 // routerTopK: for t tokens x [t, H], ids, wts [t, k] and the shared expert gate logit sgate [t].
 func routerTopK(s *sizes, l *deviceLayer, t int, x, ids, wts, sgate Arg) *Dispatch {
 	r := l.router
-	return &Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(lanes(32*(s.e+1), 1024), 1, 1),
+	return &Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(lanes(32*(s.e+1), s.routerLanes), 1, 1),
 		Args: []Arg{r.w, r.s, r.b, l.seg.w, l.seg.s, l.seg.b, x, ids, wts, sgate, inline(dims(s.e, s.h, s.k, r.bits))}}
 }
 
@@ -156,8 +159,28 @@ func moeCombine(s *sizes, l *deviceLayer, t int, out, wts, sgate, shared, y Arg)
 		Args: []Arg{out, wts, sgate, shared, y, inline(s.moeDims(l.gate.bits, max(s.inter, s.shared)))}}
 }
 
-// logitsTopK: ids, vals [k] and lse [1] of x [n].
-func logitsTopK(n, k int, x, ids, vals, lse Arg) *Dispatch {
-	return &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(n, 1024), 1, 1),
-		Args: []Arg{x, ids, vals, lse, inline(dims(n, k))}}
+// logitsTopK: ids, vals [k] and lse [1] of x [V].
+func logitsTopK(s *sizes, k int, x, ids, vals, lse Arg) *Dispatch {
+	return &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(s.v, s.topkLanes), 1, 1),
+		Args: []Arg{x, ids, vals, lse, inline(dims(s.v, k))}}
+}
+
+// pipelineLanes sets the threadgroup sizes of the kernels that stride over any number of SIMD groups
+// (router_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
+// 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is lower.
+func (s *sizes) pipelineLanes(dev Device) error {
+	for _, p := range []struct {
+		kernel string
+		lanes  *int
+	}{{"router_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
+		n, err := dev.MaxThreads(p.kernel)
+		if err != nil {
+			return fmt.Errorf("metal: %w", err)
+		}
+		if n < 32 {
+			return fmt.Errorf("metal: %s allows %d threads per threadgroup; it needs at least one SIMD group of 32", p.kernel, n)
+		}
+		*p.lanes = min(n, maxThreadgroup) / 32 * 32
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ func (s *Session) logitsPlan(h Arg) []Command {
 	e, sz, sc := s.e, &s.e.sizes, s.sc
 	a := sc.a.row(0)
 	return []Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false),
-		logitsTopK(sz.v, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))}
+		logitsTopK(sz, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))}
 }
 
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
@@ -94,7 +94,7 @@ func (s *Session) prefillPlan(t int, all bool) []Command {
 	last := Arg{Buf: s.all, Off: 4 * (t - 1) * sz.v, Len: 4 * sz.v}
 	return append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
 		&Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v},
-		logitsTopK(sz.v, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
+		logitsTopK(sz, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
 }
 
 // prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt.

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/lily-engine/lily/ref"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
@@ -19,7 +17,7 @@ const defaultTopK = 8
 // Session is one sequence on the device: its recurrent state and KV caches, the chunk
 // activations and the readback buffers. One goroutine uses it at a time.
 type Session struct {
-	e    *Engine
+	e    *Model
 	pos  int
 	st   *state
 	sc   *scratch
@@ -31,11 +29,12 @@ type Session struct {
 	topIDs  []int32
 	topVals []float32
 	lse     float32
-	inbuf   []byte // staging for per-call inputs
-	outbuf  []byte // staging for readback
+	cs      []float32 // one position's RoPE cos | sin: [2·rot/2]
+	inbuf   []byte    // staging for per-call inputs
+	outbuf  []byte    // staging for readback
 }
 
-func (e *Engine) newSession() (*Session, error) {
+func (e *Model) newSession() (*Session, error) {
 	sc, bufs, err := e.newScratch()
 	if err != nil {
 		return nil, err
@@ -48,7 +47,7 @@ func (e *Engine) newSession() (*Session, error) {
 		return nil, err
 	}
 	return &Session{e: e, st: st, sc: sc, bufs: bufs, logits: make([]float32, e.sizes.v),
-		topIDs: make([]int32, e.topK), topVals: make([]float32, e.topK)}, nil
+		topIDs: make([]int32, e.topK), topVals: make([]float32, e.topK), cs: make([]float32, 2*e.rope.Half())}, nil
 }
 
 // Len is the number of tokens processed.
@@ -89,9 +88,11 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 	}
 	b = b[:0]
 	if sz.rot > 0 {
+		half := s.e.rope.Half()
+		cs := s.cs[:2*half] // cos | sin of one position
 		for i := range toks {
-			cos, sin := ref.RopeCosSin(pos0+i, sz.rot, s.e.cfg.RopeTheta)
-			for _, v := range append(cos, sin...) {
+			s.e.rope.CosSin(pos0+i, cs[:half], cs[half:])
+			for _, v := range cs {
 				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 			}
 		}

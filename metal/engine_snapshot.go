@@ -11,7 +11,7 @@ import (
 
 // snapshot is a device copy of a session's state: the recurrent buffer and the used KV rows.
 type snapshot struct {
-	e    *Engine
+	e    *Model
 	pos  int
 	rec  Buffer
 	k, v []Buffer

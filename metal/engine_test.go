@@ -69,7 +69,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	e, err := NewEngine(ck.Weights, dev, 64)
+	e, err := newModel(ck.Weights, dev, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,17 +128,17 @@ func TestEngineChunksAndEach(t *testing.T) {
 // float64 accumulation, summed in other orders (measured ~1e-7 here).
 const logitTol = 1e-4
 
-// TestNewEngineRejects checks the errors for checkpoints the kernels cannot run. The zero
+// TestNewModelRejects checks the errors for checkpoints the kernels cannot run. The zero
 // EmuDevice allocates and wraps without the emulator process, so no g++ is needed.
-func TestNewEngineRejects(t *testing.T) {
+func TestNewModelRejects(t *testing.T) {
 	dev := &EmuDevice{}
-	if _, err := NewEngine(nil, dev, 0); err == nil {
+	if _, err := newModel(nil, dev, 0); err == nil {
 		t.Error("nil weights accepted")
 	}
-	if _, err := NewEngine(openTest(t, "mlx").Weights, nil, 0); err == nil {
+	if _, err := newModel(openTest(t, "mlx").Weights, nil, 0); err == nil {
 		t.Error("nil device accepted")
 	}
-	_, err := NewEngine(openTest(t, "hf").Weights, dev, 0)
+	_, err := newModel(openTest(t, "hf").Weights, dev, 0)
 	if !errors.Is(err, ErrDenseLayout) {
 		t.Errorf("dense checkpoint: %v, want ErrDenseLayout", err)
 	}
@@ -152,10 +152,10 @@ func TestNewEngineRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	if _, err := NewEngine(ck.Weights, dev, 0); err == nil || !strings.Contains(err.Error(), "group size 32") {
+	if _, err := newModel(ck.Weights, dev, 0); err == nil || !strings.Contains(err.Error(), "group size 32") {
 		t.Errorf("group size 32: %v", err)
 	}
-	e, err := NewEngine(openTest(t, "mlx").Weights, dev, 0)
+	e, err := newModel(openTest(t, "mlx").Weights, dev, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestWeightWindows(t *testing.T) {
 			})
 		}
 		dev := &EmuDevice{}
-		e, err := NewEngine(w, dev, 0)
+		e, err := newModel(w, dev, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ type span struct {
 
 // upload wraps every quantized tensor (one wrap per mapped file, so Metal can use the file mapping
 // in place) and copies the float vectors into one arena.
-func (e *Engine) upload(w *checkpoint.Weights) error {
+func (e *Model) upload(w *checkpoint.Weights) error {
 	spans := map[string]*span{}
 	var files []string
 	each(w, func(m *checkpoint.Matrix) {

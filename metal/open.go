@@ -8,33 +8,45 @@ import (
 	"github.com/lily-engine/lily/internal/engine"
 )
 
-// OpenBackend opens the device named by device and prepares w on it: "metal" is the GPU (darwin
-// only; an error elsewhere or without a Metal device), "metal-emu" the CPU emulator of the same
-// kernels (needs g++; slow, for checking plans). maxCtx is as for NewEngine. Closing the returned
-// backend (it implements io.Closer) releases the engine and the device.
-func OpenBackend(w *checkpoint.Weights, device string, maxCtx int) (engine.Backend, error) {
+// Options choose the device and the context a Model runs with.
+type Options struct {
+	// Device names the device Open opens: "metal" is the GPU (darwin only; an error elsewhere or
+	// without a Metal device), "metal-emu" the CPU emulator of the same kernels (needs g++; slow, for
+	// checking plans). Ignored when Dev is set.
+	Device string
+	// Dev, when set, is an open device to run on; the caller keeps it and closes it after the Model
+	// (tests share one emulator across models).
+	Dev Device
+	// MaxContext bounds a session's length (0: the config's max_position_embeddings); KV caches grow
+	// on demand up to it.
+	MaxContext int
+}
+
+// Open prepares w for the Metal plans on the device o names and returns the Model (an
+// engine.Backend). Only the MLX (quantized) layout runs on Metal: every matrix must be 4- or 8-bit
+// with group size 64 (ErrDenseLayout otherwise). The weights must stay valid (mapped) until Close,
+// which also closes the device when Open opened it.
+func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
+	if o.Dev != nil {
+		return newModel(w, o.Dev, o.MaxContext)
+	}
 	var dev Device
 	var err error
-	switch device {
+	switch o.Device {
 	case "metal":
 		dev, err = NewMetalDevice()
 	case "metal-emu":
 		dev, err = NewEmuDevice()
 	default:
-		return nil, fmt.Errorf("metal: unknown device %q (want metal or metal-emu)", device)
+		return nil, fmt.Errorf("metal: unknown device %q (want metal or metal-emu)", o.Device)
 	}
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewEngine(w, dev, maxCtx)
+	m, err := newModel(w, dev, o.MaxContext)
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
-	return &ownedEngine{Engine: e}, nil
+	m.ownDev = true
+	return m, nil
 }
-
-// ownedEngine is an Engine that owns its device.
-type ownedEngine struct{ *Engine }
-
-// Close releases the engine's weights and closes the device.
-func (o *ownedEngine) Close() error { return errors.Join(o.Engine.Close(), o.dev.Close()) }

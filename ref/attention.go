@@ -2,6 +2,7 @@ package ref
 
 import (
 	"fmt"
+	"github.com/lily-engine/lily/internal/rope"
 	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
@@ -21,15 +22,9 @@ func (c *KVCache) clone() *KVCache { return &KVCache{K: cloneRows(c.K), V: clone
 //
 // for i in [0, rot/2), each step rounded to float32 as transformers does. → cos, sin: [rot/2].
 func RopeCosSin(pos, rot int, theta float64) (cos, sin []float32) {
-	half := rot / 2
-	cos, sin = make([]float32, half), make([]float32, half)
-	for i := 0; i < half; i++ {
-		exponent := float32(2*i) / float32(rot)
-		invFreq := float32(1 / float64(float32(math.Pow(theta, float64(exponent)))))
-		f := float32(float64(pos) * float64(invFreq))
-		cos[i] = float32(math.Cos(float64(f)))
-		sin[i] = float32(math.Sin(float64(f)))
-	}
+	t := rope.New(rot, theta)
+	cos, sin = make([]float32, t.Half()), make([]float32, t.Half())
+	t.CosSin(pos, cos, sin)
 	return cos, sin
 }
 

@@ -11,7 +11,7 @@
 // Where each piece lives (model.md sections in brackets):
 //
 //	quant.go      bf16/f16 conversions, Quantize and DenseMatrix for tests and tools        [§3]
-//	linear.go     CheckMatrix, Row (dequantize one row), MatVec, Linear, Embed             [§3.2]
+//	linear.go     Row (dequantize one row), MatVec, Linear, Embed             [§3.2]
 //	norm.go       RMSNorm (zero-centred, multiplier given), GatedRMSNorm, SiLU, Softplus  [§4.2]
 //	conv.go       CausalConv1D with its K−1-row state                                     [§4.3.2]
 //	deltanet.go   GatedDeltaNet (the layer), L2Normalize, DeltaRuleRecurrent              [§4.3]

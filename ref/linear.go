@@ -12,60 +12,6 @@ import (
 	"github.com/lily-engine/lily/internal/safetensors"
 )
 
-// CheckMatrix verifies that m's stored tensors hold exactly the bytes its logical shape needs, so that
-// Row and MatVec can index them without bounds surprises. It does not look at Tensor.Shape (the loader
-// checks names and shapes); it checks the byte counts the indexing relies on.
-func CheckMatrix(m *checkpoint.Matrix) error {
-	if m.Out <= 0 || m.In <= 0 || m.Experts < 0 || m.RowOffset < 0 || m.StoredRows < m.RowOffset+m.Out {
-		return fmt.Errorf("matrix %s: bad shape experts=%d out=%d in=%d rows=%d offset=%d",
-			m.Name, m.Experts, m.Out, m.In, m.StoredRows, m.RowOffset)
-	}
-	rows := max(m.Experts, 1) * m.StoredRows
-	switch m.Bits {
-	case 0:
-		switch m.W.DType {
-		case safetensors.BF16, safetensors.F16, safetensors.F32:
-		default:
-			return fmt.Errorf("matrix %s: dense dtype %v, want BF16, F16 or F32", m.Name, m.W.DType)
-		}
-		if want := rows * m.In * m.W.DType.Size(); len(m.W.Data) != want {
-			return fmt.Errorf("matrix %s: %d weight bytes, want %d", m.Name, len(m.W.Data), want)
-		}
-	case 4, 8:
-		if m.GroupSize <= 0 || m.In%m.GroupSize != 0 || m.GroupSize%(32/m.Bits) != 0 {
-			return fmt.Errorf("matrix %s: group size %d does not divide in=%d into whole words", m.Name, m.GroupSize, m.In)
-		}
-		if m.W.DType != safetensors.U32 {
-			return fmt.Errorf("matrix %s: packed dtype %v, want U32", m.Name, m.W.DType)
-		}
-		if want := rows * m.In * m.Bits / 8; len(m.W.Data) != want {
-			return fmt.Errorf("matrix %s: %d packed bytes, want %d", m.Name, len(m.W.Data), want)
-		}
-		for _, t := range []*checkpoint.Tensor{&m.Scales, &m.Biases} {
-			switch t.DType {
-			case safetensors.BF16, safetensors.F16, safetensors.F32:
-			default:
-				return fmt.Errorf("matrix %s: %s dtype %v, want BF16, F16 or F32", m.Name, t.Name, t.DType)
-			}
-			if want := rows * (m.In / m.GroupSize) * t.DType.Size(); len(t.Data) != want {
-				return fmt.Errorf("matrix %s: %s has %d bytes, want %d", m.Name, t.Name, len(t.Data), want)
-			}
-		}
-	default:
-		return fmt.Errorf("matrix %s: %d bits, want 0, 4 or 8", m.Name, m.Bits)
-	}
-	return nil
-}
-
-// checkShape reports whether m is a checked matrix of the expected logical shape.
-func checkShape(m *checkpoint.Matrix, experts, out, in int) error {
-	if m.Experts != experts || m.Out != out || m.In != in {
-		return fmt.Errorf("matrix %s: shape experts=%d [%d, %d], want experts=%d [%d, %d]",
-			m.Name, m.Experts, m.Out, m.In, experts, out, in)
-	}
-	return CheckMatrix(m)
-}
-
 // Row writes logical row r of expert e of m, dequantized to float32, into dst: [In].
 // Quantized: w[i] = float32(scale)·float32(q[i]) + float32(bias) (model.md §3.2), one float32
 // rounding after the product and one after the sum. e must be 0 for a plain matrix.
@@ -103,11 +49,11 @@ func decode(dt checkpoint.DType, b []byte, dst []float32) {
 	switch dt {
 	case safetensors.BF16:
 		for i := range dst {
-			dst[i] = BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+			dst[i] = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	case safetensors.F16:
 		for i := range dst {
-			dst[i] = F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+			dst[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 	default:
 		for i := range dst {
@@ -120,9 +66,9 @@ func decode(dt checkpoint.DType, b []byte, dst []float32) {
 func scalarAt(dt checkpoint.DType, b []byte, i int) float32 {
 	switch dt {
 	case safetensors.BF16:
-		return BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		return safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 	case safetensors.F16:
-		return F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		return safetensors.F16ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 	default:
 		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

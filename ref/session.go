@@ -225,12 +225,32 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// Options tune the reference backend.
+type Options struct {
+	// MaxContext bounds a session's length as the backend reports it (0: max_position_embeddings).
+	MaxContext int
+}
+
 // Backend is the reference backend; it implements engine.Backend and is safe for concurrent use
 // through distinct sessions.
-type Backend struct{ m *Model }
+type Backend struct {
+	m      *Model
+	maxCtx int
+}
 
-// NewBackend returns the reference backend over m.
-func NewBackend(m *Model) *Backend { return &Backend{m: m} }
+// Open checks w (New) and returns the reference backend over it. The weights must stay valid
+// (mapped) while the backend is used.
+func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
+	m, err := New(w)
+	if err != nil {
+		return nil, err
+	}
+	maxCtx := o.MaxContext
+	if maxCtx <= 0 {
+		maxCtx = m.MaxContext()
+	}
+	return &Backend{m: m, maxCtx: maxCtx}, nil
+}
 
 // Model returns the backend's model.
 func (b *Backend) Model() *Model { return b.m }
@@ -241,11 +261,14 @@ func (b *Backend) Name() string { return "ref" }
 // VocabSize is the logits length, the padded vocab.
 func (b *Backend) VocabSize() int { return b.m.w.LMHead.Out }
 
-// MaxContext is max_position_embeddings.
-func (b *Backend) MaxContext() int { return b.m.MaxContext() }
+// MaxContext is Options.MaxContext, or max_position_embeddings.
+func (b *Backend) MaxContext() int { return b.maxCtx }
 
 // NewSession returns an empty sequence.
 func (b *Backend) NewSession() (engine.Session, error) { return b.m.NewSession(), nil }
+
+// Close releases nothing: the reference backend holds only the caller's weights.
+func (b *Backend) Close() error { return nil }
 
 var (
 	_ engine.Backend = (*Backend)(nil)

@@ -74,7 +74,7 @@ func (b *builder) norm(n int, mlx bool) []float32 {
 	for i := range v {
 		v[i]++
 		if mlx {
-			v[i] = BF16ToFloat32(Float32ToBF16(v[i]))
+			v[i] = safetensors.BF16ToFloat32(safetensors.Float32ToBF16(v[i]))
 		}
 	}
 	return v

@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/lily-engine/lily/fast"
-	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
@@ -52,10 +50,7 @@ func openBackend(dir string, s backendSpec) (*loaded, error) {
 		ck.Close()
 		return nil, err
 	}
-	closeAll := ck.Close
-	if c, ok := b.(io.Closer); ok {
-		closeAll = func() error { return errors.Join(c.Close(), ck.Close()) }
-	}
+	closeAll := func() error { return errors.Join(b.Close(), ck.Close()) }
 	return &loaded{dir: dir, ck: ck, backend: b, close: closeAll}, nil
 }
 
@@ -84,50 +79,24 @@ func (s backendSpec) check() error {
 // buildBackend makes "ref" (the oracle) or "fast" over an open checkpoint. The fast backend runs on
 // device "cpu" (the fast/cpu kernels), "metal" (the GPU, darwin/arm64) or "metal-emu" (the Metal
 // engine on the CPU emulator: slow, for checking kernels anywhere); "" picks metal when a GPU is
-// there and cpu otherwise. A backend that holds a device implements io.Closer.
+// there and cpu otherwise. The caller closes the backend.
 func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	device, ctxSize := s.device, s.ctxSize
-	cpuOpts := fast.Options{MaxContext: ctxSize, Int16Activations: s.int16}
+	w := ck.Weights
 	if s.name == "ref" {
-		m, err := ref.New(ck.Weights)
-		if err != nil {
-			return nil, err
-		}
-		return ref.NewBackend(m), nil
+		return ref.Open(w, ref.Options{MaxContext: s.ctxSize})
 	}
-	switch device {
+	cpuOpts := fast.Options{MaxContext: s.ctxSize, Int16Activations: s.int16}
+	switch s.device {
 	case "":
-		if b, err := metal.OpenBackend(ck.Weights, "metal", ctxSize); err == nil {
+		if b, err := metal.Open(w, metal.Options{Device: "metal", MaxContext: s.ctxSize}); err == nil {
 			return b, nil
 		}
-		return newFastCPU(ck, cpuOpts)
+		return fast.Open(w, cpuOpts)
 	case "cpu":
-		return newFastCPU(ck, cpuOpts)
+		return fast.Open(w, cpuOpts)
 	}
-	return metal.OpenBackend(ck.Weights, device, ctxSize) // "metal" or "metal-emu", as check allows
-}
-
-// fastCPU is the fast backend on the fast/cpu kernels; Close stops its worker pool (bench opens
-// backends one after another in one process).
-type fastCPU struct {
-	*fast.Model
-	pool *cpu.Pool
-}
-
-func (f fastCPU) Close() error {
-	f.pool.Close()
-	return nil
-}
-
-func newFastCPU(ck *checkpoint.Checkpoint, opt fast.Options) (engine.Backend, error) {
-	p := cpu.NewPool(0)
-	m, err := fast.New(ck.Weights, cpu.New(p), opt)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	return fastCPU{m, p}, nil
+	return metal.Open(w, metal.Options{Device: s.device, MaxContext: s.ctxSize}) // "metal" or "metal-emu", as check allows
 }

@@ -48,6 +48,11 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
 	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s (the better of before and after the runs)\n", rep.MemReadGBs, rep.PeakGFLOPs)
+	warm := "no warm-up (the first length pays first-touch costs)"
+	if rep.WarmUp {
+		warm = "after a warm-up (one uncounted run of the shortest length)"
+	}
+	fmt.Fprintf(w, "measured %s; %d repetition(s) per length, rates are their mean\n", warm, max(rep.Repetitions, 1))
 	fmt.Fprintf(w, "%10s %14s %14s %16s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "decode traffic", "resident−weights")
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%10d %14.2f %14.3f", r.PromptTokens, r.PrefillTokS, r.DecodeTokS)
@@ -75,4 +80,15 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	}
 	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline (weights; %.1f%% of the whole traffic's); prefill near 1K: %.1f%% of the compute peak\n",
 		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.DecodeTrafficFrac, 100*rep.PrefillComputeFrac)
+	printLlamaBench(w, rep)
+}
+
+// printLlamaBench prints the results under llama-bench's test names (pp<prompt>, tg<n>@d<depth>),
+// mean ± sample standard deviation over the repetitions, for comparison with its tables.
+func printLlamaBench(w io.Writer, rep bench.Report) {
+	fmt.Fprintf(w, "%16s %22s\n", "test", "t/s")
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%16s %12.2f ± %7.2f\n", r.PrefillTest, r.PrefillTokS, r.PrefillSD)
+		fmt.Fprintf(w, "%16s %12.2f ± %7.2f\n", r.DecodeTest, r.DecodeTokS, r.DecodeSD)
+	}
 }

@@ -37,6 +37,9 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 	}
 	opt := r.opt
 	opt.Progress = func(n int) { fmt.Fprintf(r.progress, "lily bench: %s, %d-token prompt…\n", s.name, n) }
+	opt.WarmedUp = func(n int) {
+		fmt.Fprintf(r.progress, "lily bench: %s warmed up (one uncounted %d-token prompt and %d decoded tokens)\n", s.name, n, opt.DecodeTokens)
+	}
 	rs, err := bench.Run(ctx, l.backend, opt)
 	if err != nil {
 		return rep, fmt.Errorf("backend %s: %w", s.name, err)
@@ -47,6 +50,7 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 	lmHead := float64(l.ck.Config.VocabSize) * float64(l.ck.Config.HiddenSize)
 	rep = bench.Summarize(s.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), r.mach.memReadGBs, r.mach.peakGFLOPs)
 	rep.WeightsBytes = st.BytesTotal
+	rep.WarmUp, rep.Repetitions = opt.WarmUp, max(opt.Repetitions, 1)
 	rep.SetTraffic(st.StateBytesPerToken, st.KVBytesPerPosition)
 	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
 		bw, err := metal.MeasureCopyBandwidth(gpu.Device())

@@ -20,7 +20,8 @@ import (
 )
 
 // cmdBench measures prefill and decode at batch 1 by the published protocol:
-// lily bench --model DIR --backend ref|fast[,…] [--prompt-lengths L1,L2,…] [--decode-tokens N] [--json].
+// lily bench --model DIR --backend ref|fast[,…] [--prompt-lengths L1,L2,…] [--decode-tokens N]
+// [--repetitions N] [--warmup=false] [--json].
 // Several backends are measured in turn, each closed before the next opens, and each later one is
 // compared with the first; the machine is measured before and after them, the better figures kept.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
@@ -32,12 +33,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	addFastFlags(fs, &spec)
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
+	repetitions := fs.Int("repetitions", 1, "measurements of each prompt length (the report gives their mean and standard deviation)")
+	warmUp := fs.Bool("warmup", true, "run the shortest prompt length once, uncounted, before measuring (--warmup=false: measure from a cold start)")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	profPath := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")
 	gpuPeak := fs.Float64("gpu-tflops", metal.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast|ref,fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast|ref,fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--json]")
 		fs.PrintDefaults()
 	}
 	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
@@ -52,8 +55,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ls, err := parseInts(*lengths)
-	if err != nil || fs.NArg() > 0 || *decode < 1 {
-		fmt.Fprintf(stderr, "lily bench: bad flags (prompt lengths %q, decode tokens %d)\n", *lengths, *decode)
+	if err != nil || fs.NArg() > 0 || *decode < 1 || *repetitions < 1 {
+		fmt.Fprintf(stderr, "lily bench: bad flags (prompt lengths %q, decode tokens %d, repetitions %d)\n", *lengths, *decode, *repetitions)
 		return 2
 	}
 	longest := 0
@@ -80,7 +83,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	run := benchRun{dir: dir, mach: measureMachine(), gpuPeak: *gpuPeak, progress: stderr,
-		opt: bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1, Resident: residentBytes}}
+		opt: bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1, Resident: residentBytes,
+			Repetitions: *repetitions, WarmUp: *warmUp}}
 	prof := &cpuProfile{path: *profPath}
 	defer prof.stop()
 	reps := make([]bench.Report, 0, len(specs))

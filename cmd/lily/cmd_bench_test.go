@@ -119,6 +119,37 @@ func TestBenchSingleBackendJSON(t *testing.T) {
 	}
 }
 
+// TestBenchRepetitionsAndNames: --repetitions and the warm-up reach the report (JSON and text), the
+// results carry llama-bench's names, and a bad count is a usage error.
+func TestBenchRepetitionsAndNames(t *testing.T) {
+	code, stdout, stderr := runLily("bench", "--model", benchFixture, "--backend", "fast", "--device", "cpu",
+		"--prompt-lengths", "16,8", "--decode-tokens", "4", "--repetitions", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if !rep.WarmUp || rep.Repetitions != 3 || len(rep.Results) != 2 || rep.Results[0].Repetitions != 3 ||
+		rep.Results[0].PrefillTest != "pp16" || rep.Results[1].DecodeTest != "tg4@d8" {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(stderr, "warmed up (one uncounted 8-token prompt") {
+		t.Errorf("no warm-up on stderr:\n%s", stderr)
+	}
+	code, stdout, stderr = runLily("bench", "--model", benchFixture, "--backend", "fast", "--device", "cpu",
+		"--prompt-lengths", "8", "--decode-tokens", "2", "--warmup=false")
+	if code != 0 || !strings.Contains(stdout, "no warm-up") || !strings.Contains(stdout, "tg2@d8") ||
+		!strings.Contains(stdout, "pp8") || strings.Contains(stderr, "warmed up") {
+		t.Errorf("exit %d, %s\n%s", code, stderr, stdout)
+	}
+	var out, errb bytes.Buffer
+	if code := cmdBench([]string{"--repetitions", "0"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "repetitions 0") {
+		t.Errorf("--repetitions 0: exit %d, %s", code, errb.String())
+	}
+}
+
 // TestBenchBackendListErrors: a bad --backend list is a usage error naming the culprit, found
 // before any checkpoint is read (the model directory here does not exist).
 func TestBenchBackendListErrors(t *testing.T) {

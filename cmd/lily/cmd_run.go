@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -109,6 +107,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if res.Text, err = detokenize(l.dir, res.TokenIDs); err != nil {
 		fmt.Fprintf(stderr, "lily run: text left empty: %v\n", err)
 	}
+	if finiteLogprobs(res) {
+		fmt.Fprintf(stderr, "lily run: warning: the model produced non-finite log-probabilities, shown as %g\n", engine.LogprobFloor)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
@@ -124,94 +125,49 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// generate prefills ids and then picks the argmax token (ties to the lower id) up to maxTokens
-// times, stopping after a token in eos (which is kept in the result) or once prompt plus generated
-// tokens reach the backend's context limit. For every generated token it records its log-probability and, when topK > 0, the topK
-// most likely tokens (log-softmax over the full logits, in float64).
+// generate runs a greedy engine.Generate on ids: up to maxTokens tokens (fewer where the backend's
+// context ends first), stopping after a token in eos (which is kept in the result). For every
+// generated token it records its log-probability and, when topK > 0, the topK most likely tokens.
 func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, topK int, eos []int) (*runResult, error) {
 	res := &runResult{PromptIDs: ids, TokenIDs: []int32{}, Logprobs: []float64{}, TopLogprobs: [][]tokenLogprob{}}
 	if len(ids) == 0 {
 		return nil, errors.New("empty prompt")
 	}
-	s, err := b.NewSession()
-	if err != nil {
-		return nil, err
+	r := &engine.Request{Prompt: ids, MaxTokens: min(maxTokens, max(b.MaxContext()-len(ids), 0)),
+		Logprobs: true, TopLogprobs: topK}
+	for _, id := range eos {
+		r.StopIDs = append(r.StopIDs, int32(id))
 	}
-	defer s.Close()
-	logits, err := s.Prefill(ctx, ids, nil)
-	if err != nil {
-		return nil, err
-	}
-	for len(res.TokenIDs) < maxTokens {
-		lp := logSoftmax(logits)
-		tok := int32(0)
-		for i, v := range lp {
-			if v > lp[tok] {
-				tok = int32(i)
-			}
+	e := engine.New(b)
+	defer e.Close()
+	_, err := e.Generate(ctx, r, func(st engine.Step) error {
+		if st.Token == nil {
+			return nil
 		}
-		res.TokenIDs = append(res.TokenIDs, tok)
-		res.Logprobs = append(res.Logprobs, lp[tok])
+		res.TokenIDs = append(res.TokenIDs, st.Token.ID)
+		res.Logprobs = append(res.Logprobs, st.Token.Logprob)
 		if topK > 0 {
-			res.TopLogprobs = append(res.TopLogprobs, topLogprobs(lp, topK))
+			top := make([]tokenLogprob, len(st.Token.Top))
+			for i, t := range st.Token.Top {
+				top[i] = tokenLogprob{ID: t.ID, Logprob: t.Logprob}
+			}
+			res.TopLogprobs = append(res.TopLogprobs, top)
 		}
-		if slices.Contains(eos, int(tok)) || len(res.TokenIDs) == maxTokens || s.Len()+1 >= b.MaxContext() {
-			break
-		}
-		if logits, err = s.Decode(ctx, tok); err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-// logSoftmax is x_i − log Σ_j exp(x_j) in float64.
-func logSoftmax(x []float32) []float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	lse := m + math.Log(sum)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = float64(v) - lse
-	}
-	return out
-}
-
-// topLogprobs returns the k largest log-probabilities, descending, ties to the lower id.
-func topLogprobs(lp []float64, k int) []tokenLogprob {
-	order := make([]int, len(lp))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case lp[a] > lp[b]:
-			return -1
-		case lp[a] < lp[b]:
-			return 1
-		}
-		return 0
-	})
-	out := make([]tokenLogprob, min(k, len(lp)))
-	for i := range out {
-		out[i] = tokenLogprob{ID: int32(order[i]), Logprob: lp[order[i]]}
-	}
-	return out
 }
 
 // parseIDs parses "1,2,3" (spaces allowed) into token ids.
 func parseIDs(s string) ([]int32, error) {
 	var ids []int32
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			return nil, fmt.Errorf("id %d is empty (\"1,,2\" or a trailing comma?)", i+1)
 		}
 		v, err := strconv.ParseInt(f, 10, 32)
 		if err != nil || v < 0 {

@@ -20,6 +20,7 @@ type scriptBackend struct {
 func (b *scriptBackend) Name() string    { return "script" }
 func (b *scriptBackend) VocabSize() int  { return b.vocab }
 func (b *scriptBackend) MaxContext() int { return b.maxCtx }
+func (b *scriptBackend) Close() error    { return nil }
 func (b *scriptBackend) NewSession() (engine.Session, error) {
 	return &scriptSession{b: b}, nil
 }

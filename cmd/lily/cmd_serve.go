@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -99,7 +97,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 1
 	}
-	defer closeModel()
+	abandoned := false // a second signal leaves at once: the engine may be mid-step, so nothing is closed
+	defer func() {
+		if !abandoned {
+			closeModel()
+		}
+	}()
 	m.Name = o.name
 	queue := o.queue
 	if queue == 0 {
@@ -114,40 +117,27 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 1
 	}
-	defer srv.Close()
+	defer func() {
+		if !abandoned {
+			_ = srv.Close()
+		}
+	}()
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
 	if err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	logger.Info("serving", "url", "http://"+ln.Addr().String(), "model", m.Name, "backend", o.spec.name, "device", m.Device)
-	if err := serveUntilDone(ctx, srv.HTTPServer(ln.Addr().String()), ln); err != nil {
+	if err := serveUntilSignal(srv.HTTPServer(ln.Addr().String()), ln, sig, shutdownGrace); err != nil {
+		abandoned = errors.Is(err, errAbandoned)
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 1
 	}
+	logger.Info("shut down cleanly")
 	return 0
-}
-
-// serveUntilDone runs hs on ln until ctx ends, then shuts down gracefully (in-flight requests get 10 s).
-func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // isLoopbackHost reports whether the bind address only accepts local connections.

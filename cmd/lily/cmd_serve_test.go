@@ -2,13 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 func runServe(args ...string) (int, string, string) {
@@ -76,31 +71,5 @@ func TestServeProgress(t *testing.T) {
 	p.done()
 	if got := b.String(); strings.Count(got, "\r") != 2 || !strings.Contains(got, " 50%") || !strings.HasSuffix(got, "100%\n") {
 		t.Fatalf("bar %q", got)
-	}
-}
-
-func TestServeUntilDoneShutsDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
-		ReadHeaderTimeout: time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- serveUntilDone(ctx, hs, ln) }()
-	resp, err := http.Get("http://" + ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no shutdown")
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/lily-engine/lily/internal/synth"
 )
 
-const synthUsage = `usage: lily synth --preset tiny|qwen3.6-35b-a3b [--layers N] --layout hf|mlx [--seed S] --out DIR
+const synthUsage = `usage: lily synth --preset tiny|qwen3.6-35b-a3b [--layers N] --layout hf|mlx [--seed S] [--unpadded-header] --out DIR
 
 Writes a random-weight checkpoint with exactly the tensor names, dtypes, shapes, shards, index and
 config files of the real one (hf: transformers bf16; mlx: mlx-community 4-bit), plus the bundled tiny
@@ -35,6 +35,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) int {
 	layers := fs.Int("layers", 0, "number of layers, at the preset's width (default: the preset's)")
 	layout := fs.String("layout", "", "checkpoint layout: hf (bf16) or mlx (4-bit)")
 	seed := fs.Uint64("seed", 0, "random seed; the same seed writes the same bytes")
+	unpadded := fs.Bool("unpadded-header", false, "write safetensors headers unpadded, as MLX's writer does (data at arbitrary, unaligned offsets)")
 	out := fs.String("out", "", "output directory (created; must be new or empty)")
 	dryRun := fs.Bool("dry-run", false, "print the shards and sizes without writing anything")
 	usageErr := func(format string, a ...any) int {
@@ -87,7 +88,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	if err := synth.Write(ctx, plan, *out, synth.Options{Seed: *seed, Log: stderr}); err != nil {
+	if err := synth.Write(ctx, plan, *out, synth.Options{Seed: *seed, Log: stderr, UnpaddedHeaders: *unpadded}); err != nil {
 		fmt.Fprintf(stderr, "lily synth: %v\n", err)
 		return 1
 	}

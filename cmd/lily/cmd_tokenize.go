@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
-
-	"github.com/lily-engine/lily/internal/tokenizer"
 )
 
 const tokenizeUsage = `usage: lily tokenize --model DIR (--text TEXT | --chat FILE)
@@ -51,7 +48,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 	case fs.Changed("text") == fs.Changed("chat"):
 		return usageErr("give exactly one of --text and --chat")
 	}
-	tk, err := tokenizer.Load(filepath.Join(*model, "tokenizer.json"))
+	tk, err := loadTokenizer(*model)
 	if err != nil {
 		fmt.Fprintf(stderr, "lily tokenize: %v\n", err)
 		return 1

@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/lily-engine/lily/internal/safefile"
 	"path/filepath"
 
-	"github.com/lily-engine/lily/internal/chat"
+	"github.com/lily-engine/lily/internal/server"
 	"github.com/lily-engine/lily/internal/tokenizer"
 )
 
@@ -16,11 +16,12 @@ type chatInput struct {
 	Tools               json.RawMessage            `json:"tools"`
 	AddGenerationPrompt bool                       `json:"add_generation_prompt"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+	opt                 server.RenderOptions       // from CheckChatInput
 }
 
 // readChatFile reads and decodes a --chat FILE.
 func readChatFile(path string) (*chatInput, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxChatFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -31,17 +32,30 @@ func readChatFile(path string) (*chatInput, error) {
 	if len(in.Messages) == 0 {
 		return nil, fmt.Errorf("%s: no \"messages\"", path)
 	}
+	// The server's validation, so that a file and a request are judged alike.
+	if in.opt, err = server.CheckChatInput(in.Messages, in.Tools, in.ChatTemplateKwargs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	in.opt.AddGenerationPrompt = in.AddGenerationPrompt
 	return &in, nil
 }
 
 // render applies the Qwen3.6 chat template to the conversation.
 func (in *chatInput) render() (string, error) {
-	return chat.Render(in.Messages, in.Tools, chat.Options{AddGenerationPrompt: in.AddGenerationPrompt, Extra: in.ChatTemplateKwargs})
+	return chatFormat{}.Render(in.Messages, in.Tools, in.opt)
 }
 
-// loadTokenizer loads DIR/tokenizer.json.
+// loadTokenizer loads DIR/tokenizer.json and makes sure it has the chat format's added tokens.
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
-	return tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	path := filepath.Join(dir, "tokenizer.json")
+	tk, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.RequireAdded(tokenizer.ChatTokens...); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tk, nil
 }
 
 // encodePrompt turns a text prompt into ids; with asChat it is first rendered as one user turn
@@ -53,7 +67,7 @@ func encodePrompt(dir, prompt string, asChat bool) ([]int32, error) {
 	}
 	if asChat {
 		msgs, _ := json.Marshal([]map[string]string{{"role": "user", "content": prompt}})
-		in := chatInput{Messages: msgs, AddGenerationPrompt: true}
+		in := chatInput{Messages: msgs, opt: server.RenderOptions{AddGenerationPrompt: true}}
 		if prompt, err = in.render(); err != nil {
 			return nil, err
 		}
@@ -69,3 +83,6 @@ func detokenize(dir string, ids []int32) (string, error) {
 	}
 	return tk.Decode(ids, true)
 }
+
+// maxChatFileBytes bounds a --chat FILE.
+const maxChatFileBytes = 64 << 20

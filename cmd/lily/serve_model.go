@@ -5,12 +5,11 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
+	"github.com/lily-engine/lily/fast"
 
 	"github.com/lily-engine/lily/internal/chat"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/server"
-	"github.com/lily-engine/lily/internal/tokenizer"
 )
 
 // openModel loads the checkpoint (dir, or the Hugging Face cache when empty) on the named backend
@@ -21,7 +20,7 @@ func openModel(dir string, spec backendSpec, progress func(done, total int64)) (
 		return server.Model{}, nil, err
 	}
 	progress(1, 1)
-	tok, err := tokenizer.Load(filepath.Join(l.dir, "tokenizer.json"))
+	tok, err := loadTokenizer(l.dir)
 	if err != nil {
 		l.close()
 		return server.Model{}, nil, err
@@ -39,15 +38,12 @@ func openModel(dir string, spec backendSpec, progress func(done, total int64)) (
 }
 
 // deviceOf names where backend b, built from spec, computes: ref and the fast CPU engine on the
-// cpu, otherwise the Metal device spec asked for (metal when it left the choice to buildBackend).
+// cpu; the Metal engine names its device ("metal" or "metal-emu").
 func deviceOf(spec backendSpec, b engine.Backend) string {
-	if _, ok := b.(fastCPU); ok || spec.name == "ref" {
+	if _, ok := b.(*fast.Model); ok || spec.name == "ref" {
 		return "cpu"
 	}
-	if spec.device == "" {
-		return "metal"
-	}
-	return spec.device
+	return b.Name()
 }
 
 // chatFormat adapts internal/chat to server.Chat. It holds no state: safe for concurrent use.

@@ -127,8 +127,9 @@ func axpyRowsSIMD(acc, p, rows []float32, stride int) {
 		a := unsafe.Add(pa, 4*j)
 		c0, c1, c2, c3 := f32x16(a), f32x16(unsafe.Add(a, 64)), f32x16(unsafe.Add(a, 128)), f32x16(unsafe.Add(a, 192))
 		c4, c5, c6, c7 := f32x16(unsafe.Add(a, 256)), f32x16(unsafe.Add(a, 320)), f32x16(unsafe.Add(a, 384)), f32x16(unsafe.Add(a, 448))
-		r := unsafe.Add(pr, 4*j)
+		r0 := unsafe.Add(pr, 4*j)
 		for t := range p {
+			r := unsafe.Add(r0, uintptr(t)*rs) // by index: one row past the end would fail checkptr
 			w := bcast16(unsafe.Add(pp, 4*t))
 			c0 = w.MulAdd(f32x16(r), c0)
 			c1 = w.MulAdd(f32x16(unsafe.Add(r, 64)), c1)
@@ -138,7 +139,6 @@ func axpyRowsSIMD(acc, p, rows []float32, stride int) {
 			c5 = w.MulAdd(f32x16(unsafe.Add(r, 320)), c5)
 			c6 = w.MulAdd(f32x16(unsafe.Add(r, 384)), c6)
 			c7 = w.MulAdd(f32x16(unsafe.Add(r, 448)), c7)
-			r = unsafe.Add(r, rs)
 		}
 		c0.Store((*[16]float32)(a))
 		c1.Store((*[16]float32)(unsafe.Add(a, 64)))

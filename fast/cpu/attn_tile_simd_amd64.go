@@ -162,8 +162,9 @@ func accumTile4(o []float32, m, d int, p []float32, n int, v []float32, vs int) 
 				c10, c11 := f32x16(b), f32x16(unsafe.Add(b, 64))
 				c20, c21 := f32x16(c), f32x16(unsafe.Add(c, 64))
 				c30, c31 := f32x16(e), f32x16(unsafe.Add(e, 64))
-				vr := unsafe.Add(pv, uintptr(j0)*vst+uintptr(4*x))
+				vr0 := unsafe.Add(pv, uintptr(j0)*vst+uintptr(4*x))
 				for j := range nb {
+					vr := unsafe.Add(vr0, uintptr(j)*vst) // by index: one row past the end would fail checkptr
 					v0, v1 := f32x16(vr), f32x16(unsafe.Add(vr, 64))
 					w := bcast16(unsafe.Add(pp, 16*j))
 					c00, c01 = w.MulAdd(v0, c00), w.MulAdd(v1, c01)
@@ -173,7 +174,6 @@ func accumTile4(o []float32, m, d int, p []float32, n int, v []float32, vs int) 
 					c20, c21 = w.MulAdd(v0, c20), w.MulAdd(v1, c21)
 					w = bcast16(unsafe.Add(pp, 16*j+12))
 					c30, c31 = w.MulAdd(v0, c30), w.MulAdd(v1, c31)
-					vr = unsafe.Add(vr, vst)
 				}
 				c00.Store((*[16]float32)(a))
 				c01.Store((*[16]float32)(unsafe.Add(a, 64)))

@@ -233,8 +233,9 @@ func BenchmarkReadBandwidth(b *testing.B) {
 
 // BenchmarkQMatMat is the prefill product: T token rows against one 4-bit expert-sized matrix, and
 // a chunk of 512 token rows against a dense projection, reported in GFLOP/s (2·T·Out·In per call).
-// "simd" is New's kernel choice, "simd256" the 256-bit kernels only, "simdRows" all 512 tokens in
-// one pass (no token blocks past qmmLargeX).
+// "simd" is New's kernel choice (the integer GEMM where the CPU has AVX-512 VNNI), "simd512" the
+// float32 512-bit kernel, "simd256" the 256-bit kernels only, "simdRows" all 512 tokens in one pass
+// (no token blocks past qmmLargeX).
 func BenchmarkQMatMat(b *testing.B) {
 	for _, sh := range []struct {
 		name          string
@@ -242,9 +243,9 @@ func BenchmarkQMatMat(b *testing.B) {
 		ts            []int
 		impls         []string
 	}{
-		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "simd256", "portable"}},
-		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "simd256", "portable"}},
-		{"q4_2048x2048_dense", 4, 2048, 2048, []int{512}, []string{"simd", "simdRows"}},
+		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "simd512", "simd256", "portable"}},
+		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "simd512", "simd256", "portable"}},
+		{"q4_2048x2048_dense", 4, 2048, 2048, []int{512}, []string{"simd", "simd512", "simdRows"}},
 	} {
 		for _, t := range sh.ts {
 			for _, impl := range sh.impls {
@@ -261,6 +262,9 @@ func BenchmarkQMatMat(b *testing.B) {
 						}
 						if impl == "simd256" { // the 256-bit kernels only (the row-block tile4x2)
 							k = newKernels(p, simdImpl(level256), true)
+						}
+						if impl == "simd512" { // the float32 512-bit kernel (no integer GEMM)
+							k = newKernels(p, simdImpl(level512), true)
 						}
 					}
 					r := rand.New(rand.NewPCG(3, 3))

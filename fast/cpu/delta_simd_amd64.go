@@ -30,8 +30,9 @@ func deltaUpdateSIMD(s []float32, decay float32, kv, q, delta, out []float32) {
 	for j := 0; j < dv; j += 128 {
 		var o0, o1, o2, o3, o4, o5, o6, o7 archsimd.Float32x16
 		d := unsafe.Add(pd, 4*j)
-		r := unsafe.Add(ps, 4*j)
+		r0 := unsafe.Add(ps, 4*j)
 		for i := range dk {
+			r := unsafe.Add(r0, uintptr(i)*rs) // by index: one row past the end would fail checkptr
 			ki, qi := bcast16(unsafe.Add(pt, 8*i)), bcast16(unsafe.Add(pt, 8*i+4))
 			o0 = qi.MulAdd(deltaRow(r, d, 0, vd, ki), o0)
 			o1 = qi.MulAdd(deltaRow(r, d, 64, vd, ki), o1)
@@ -41,7 +42,6 @@ func deltaUpdateSIMD(s []float32, decay float32, kv, q, delta, out []float32) {
 			o5 = qi.MulAdd(deltaRow(r, d, 320, vd, ki), o5)
 			o6 = qi.MulAdd(deltaRow(r, d, 384, vd, ki), o6)
 			o7 = qi.MulAdd(deltaRow(r, d, 448, vd, ki), o7)
-			r = unsafe.Add(r, rs)
 		}
 		a := unsafe.Add(po, 4*j)
 		o0.Store((*[16]float32)(a))

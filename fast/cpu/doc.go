@@ -26,6 +26,19 @@
 // tiles (attn_tile_asm_amd64.s: 4×4 scores, 8 rows × 32 dimensions of values), which need more
 // than the 15 vector registers the compiler gives archsimd code.
 //
+// Prefill mat-mats ([Kernels.QMatMat]) of 4-bit matrices of whole 8-group blocks run, where the CPU
+// has AVX-512 VNNI, on an integer GEMM (qmm_int.go, qmm_vnni_amd64.s): each token row is prepared
+// once per call as the same limbs (qmm_limbs.go's records: limbs, the per-pair multipliers and the
+// group sums in the order the tile reads them), and a 2-row × 4-token assembly tile unpacks each
+// pair of groups of its two rows once and multiplies it with the four tokens' first two limbs by
+// VPDPBUSD, x read as (d/256)·(256·a + b), within d/512 per group (qmmLimbs; budget:
+// TestQMatMatIntBudget). Elsewhere, and for 8-bit matrices, the float32 row-block kernels run.
+//
+// A KV cache in fp16 (f16.go): [Kernels.F16Row] converts a K or V row on append (round to nearest
+// even; VCVTPS2PH with AVX-512, bit for bit [ToF16]), and [Kernels.ScoreTileF16] and
+// [Kernels.AccumTileF16] widen a block of cached rows (VCVTPH2PS, exact) into the caller's float32
+// scratch and run the float32 tiles on it: the cache reads half the bytes (budget f16KVTol).
+//
 // The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
 // prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
 // and inline in the VNNI loop). Without it the hardware prefetchers left each core stalled on DRAM about as

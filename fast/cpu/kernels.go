@@ -27,8 +27,9 @@ type impl struct {
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmRowsFunc
-	qmmPerm            bool // qmm reads X with each group in unpack order (qmmPermute)
-	vnni               bool // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmPerm            bool        // qmm reads X with each group in unpack order (qmmPermute)
+	vnni               bool        // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmTile            qmmTileFunc // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -38,6 +39,8 @@ type impl struct {
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
 	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
 	maxOf              func(x []float32) float32
+	toF16              func(dst []uint16, src []float32)
+	fromF16            func(dst []float32, src []uint16)
 }
 
 func portableImpl() impl {
@@ -46,7 +49,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
-		maxOf: maxOfPortable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
+		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 	}
 }
 
@@ -58,12 +61,18 @@ type Kernels struct {
 	simd bool
 	f    impl
 
-	mv    qmvTask
-	batch batchTask
-	mm    qmmTask
-	bmv   bf16Task
-	buf   [][]float32 // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
-	xperm []float32   // the mat-mat's X as its kernel reads it (qmmPermute)
+	mv      qmvTask
+	batch   batchTask
+	mm      qmmTask
+	bmv     bf16Task
+	buf     [][]float32    // per-worker scratch of the mat-mat: qmmRowBlock dequantized rows
+	xperm   []float32      // the mat-mat's X as its kernel reads it (qmmPermute)
+	ig      qmmIntTask     // the integer GEMM's task
+	recs    limbRecords    // the integer GEMM's token records
+	lvecs   map[int][]*Vec // per input width, per-worker scratch of the records' preparation
+	tileOut [][32]float32  // per-worker output of the integer GEMM's tile
+	limbs   int            // limbs the integer GEMM reads: qmmLimbs (tests change it)
+	shift   uint           // their relative weight as a shift: limbShift (tests change it)
 
 	exp        *expConsts // the SIMD exp's constants
 	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
@@ -83,7 +92,7 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, exp: newExpConsts()}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts()}
 	return k
 }
 

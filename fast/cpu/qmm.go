@@ -68,6 +68,10 @@ func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 		}
 		return
 	}
+	if k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0 {
+		k.qmmInt(y, m, x[:t*m.In], t)
+		return
+	}
 	if need := qmmRowBlock * m.In; len(k.buf[0]) < need {
 		for i := range k.buf {
 			k.buf[i] = make([]float32, need)

@@ -158,8 +158,10 @@ func qmv4Row(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Pointer
 	mask := archsimd.BroadcastUint32x8(0xF)
 	c4 := archsimd.BroadcastUint32x8(4)
 	var tot archsimd.Float32x8
-	sp, x := unsafe.Pointer(sf), xp
-	for end := unsafe.Add(w, 32*groups); w != end; w, x, sp = unsafe.Add(w, 32), unsafe.Add(x, 4*GroupSize), unsafe.Add(sp, 4) {
+	// Pointers by index, never one past the end: checkptr (-race) rejects that.
+	w0, sf0 := w, unsafe.Pointer(sf)
+	for g := range groups {
+		w, x, sp := unsafe.Add(w0, 32*g), unsafe.Add(xp, 4*GroupSize*g), unsafe.Add(sf0, 4*g)
 		q := archsimd.LoadUint32x8((*[8]uint32)(w))
 		a0 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(x))
 		q = q.ShiftRight(c4)
@@ -194,8 +196,9 @@ func qmv4Row512(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Poin
 	tbl, pair := archsimd.LoadFloat32x16(&pc.tbl), archsimd.LoadUint32x16(&pc.pair)
 	c4 := archsimd.BroadcastUint32x16(4)
 	var tot archsimd.Float32x16
-	sp, x := unsafe.Pointer(sf), xp
-	for end := unsafe.Add(w, 32*(groups&^1)); w != end; w, x, sp = unsafe.Add(w, 64), unsafe.Add(x, 8*GroupSize), unsafe.Add(sp, 8) {
+	w0, sf0 := w, unsafe.Pointer(sf)
+	for g := 0; g+1 < groups; g += 2 {
+		w, x, sp := unsafe.Add(w0, 32*g), unsafe.Add(xp, 4*GroupSize*g), unsafe.Add(sf0, 4*g)
 		q := archsimd.LoadUint32x16((*[16]uint32)(w))
 		a0 := tbl.Permute(q).Mul(f32x16(x))
 		q = q.ShiftRight(c4)
@@ -215,8 +218,8 @@ func qmv4Row512(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Poin
 		tot = a0.Add(a1).MulAdd(f32x16(sp).Permute(pair), tot)
 	}
 	r := tot.GetLo().Add(tot.GetHi())
-	if groups&1 != 0 {
-		r = r.Add(qmv4Row(w, (*[sfLen]float32)(sp), 1, x))
+	if g := groups - 1; groups&1 != 0 {
+		r = r.Add(qmv4Row(unsafe.Add(w0, 32*g), (*[sfLen]float32)(unsafe.Add(sf0, 4*g)), 1, unsafe.Add(xp, 4*GroupSize*g)))
 	}
 	return r
 }
@@ -247,8 +250,9 @@ func qmv8Row(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Pointer
 	mask := archsimd.BroadcastUint32x8(0xFF)
 	c8 := archsimd.BroadcastUint32x8(8)
 	var tot archsimd.Float32x8
-	sp, x := unsafe.Pointer(sf), xp
-	for end := unsafe.Add(w, 64*groups); w != end; w, x, sp = unsafe.Add(w, 64), unsafe.Add(x, 4*GroupSize), unsafe.Add(sp, 4) {
+	w0, sf0 := w, unsafe.Pointer(sf)
+	for g := range groups {
+		w, x, sp := unsafe.Add(w0, 64*g), unsafe.Add(xp, 4*GroupSize*g), unsafe.Add(sf0, 4*g)
 		q := archsimd.LoadUint32x8((*[8]uint32)(w))
 		a0 := q.And(mask).AsInt32x8().ConvertToFloat32().Mul(f32x8(x))
 		q = q.ShiftRight(c8)
@@ -278,15 +282,15 @@ func qmv8Row(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Pointer
 // FMA latency.
 func qmvQ16Row(w unsafe.Pointer, sf *[sfLen]float32, groups int, qp unsafe.Pointer) archsimd.Float32x8 {
 	nib, c4 := archsimd.BroadcastUint16x16(0x0F), archsimd.BroadcastUint16x16(1<<12)
-	sp := unsafe.Pointer(sf)
+	w0, qp0, sf0 := w, qp, unsafe.Pointer(sf)
 	var t0, t1 archsimd.Float32x8
-	for end := unsafe.Add(w, 32*(groups&^1)); w != end; {
+	for g := 0; g+1 < groups; g += 2 {
+		w, qp, sp := unsafe.Add(w0, 32*g), unsafe.Add(qp0, 128*g), unsafe.Add(sf0, 4*g)
 		t0 = q16Group(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast(sp), t0)
 		t1 = q16Group(unsafe.Add(w, 32), unsafe.Add(qp, 128), nib, c4).ConvertToFloat32().MulAdd(bcast(unsafe.Add(sp, 4)), t1)
-		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 256), unsafe.Add(sp, 8)
 	}
-	if groups&1 != 0 {
-		t0 = q16Group(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast(sp), t0)
+	if g := groups - 1; groups&1 != 0 {
+		t0 = q16Group(unsafe.Add(w0, 32*g), unsafe.Add(qp0, 128*g), nib, c4).ConvertToFloat32().MulAdd(bcast(unsafe.Add(sf0, 4*g)), t0)
 	}
 	return t0.Add(t1)
 }
@@ -309,15 +313,15 @@ func q16Group(w, qp unsafe.Pointer, nib, c4 archsimd.Uint16x16) archsimd.Int32x8
 // the end.
 func qmvQ16Row512(w unsafe.Pointer, sf *[sfLen]float32, groups int, qp unsafe.Pointer) archsimd.Float32x8 {
 	nib, c4 := archsimd.BroadcastUint16x32(0x0F), archsimd.BroadcastUint16x32(4)
-	sp := unsafe.Pointer(sf)
+	w0, qp0, sf0 := w, qp, unsafe.Pointer(sf)
 	var t0, t1 archsimd.Float32x16
-	for end := unsafe.Add(w, 32*(groups&^1)); w != end; {
+	for g := 0; g+1 < groups; g += 2 {
+		w, qp, sp := unsafe.Add(w0, 32*g), unsafe.Add(qp0, 128*g), unsafe.Add(sf0, 4*g)
 		t0 = q16Group512(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast16(sp), t0)
 		t1 = q16Group512(unsafe.Add(w, 32), unsafe.Add(qp, 128), nib, c4).ConvertToFloat32().MulAdd(bcast16(unsafe.Add(sp, 4)), t1)
-		w, qp, sp = unsafe.Add(w, 64), unsafe.Add(qp, 256), unsafe.Add(sp, 8)
 	}
-	if groups&1 != 0 {
-		t0 = q16Group512(w, qp, nib, c4).ConvertToFloat32().MulAdd(bcast16(sp), t0)
+	if g := groups - 1; groups&1 != 0 {
+		t0 = q16Group512(unsafe.Add(w0, 32*g), unsafe.Add(qp0, 128*g), nib, c4).ConvertToFloat32().MulAdd(bcast16(unsafe.Add(sf0, 4*g)), t0)
 	}
 	t := t0.Add(t1)
 	return t.GetLo().Add(t.GetHi())

@@ -27,12 +27,13 @@ func simdImpl(level simdLevel) impl {
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
 	rows := qmmRowsSIMD
 	vnni := false
+	var tile qmmTileFunc
 	if archsimd.X86.AVX512() && level >= level512 {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
-			q4, vnni = qmv4RowsVNNI, true
+			q4, vnni, tile = qmv4RowsVNNI, true, qmm4TileVNNI
 		}
 	}
 	return impl{
@@ -46,6 +47,7 @@ func simdImpl(level simdLevel) impl {
 		qmm:         rows,
 		qmmPerm:     true,
 		vnni:        vnni,
+		qmmTile:     tile,
 		readSum:     readSumSIMD,
 		siluMul:     siluMulSIMD,
 		dots:        dotsSIMD,
@@ -55,6 +57,8 @@ func simdImpl(level simdLevel) impl {
 		accumTile:   accumTileSIMD,
 		deltaUpdate: deltaUpdateSIMD,
 		maxOf:       maxOfSIMD,
+		toF16:       f32ToF16SIMD,
+		fromF16:     f16ToF32SIMD,
 	}
 }
 

@@ -47,7 +47,8 @@ func limbsSIMD(v *Vec, x []float32) bool {
 	s24, s8 := archsimd.LoadInt32x16(&c.s24), archsimd.LoadInt32x16(&c.s8)
 	for g := range groups {
 		p := unsafe.Add(xp, 4*GroupSize*g)
-		inv := archsimd.LoadFloat64x2((*[2]float64)(unsafe.Pointer(&v.inv[g]))).Broadcast1To8()
+		iv := [2]float64{v.inv[g]} // not a load at &inv[g]: its second lane is past the end for the last group
+		inv := archsimd.LoadFloat64x2(&iv).Broadcast1To8()
 		x0, x1 := f32x16(p), f32x16(unsafe.Add(p, 64))
 		x2, x3 := f32x16(unsafe.Add(p, 128)), f32x16(unsafe.Add(p, 192))
 		// out: the group's 32 bytes in the a_even block; b and c 128 and 256 bytes on, the odd

@@ -1,13 +1,16 @@
-// Package bench measures a backend at batch 1 by the published protocol: for each prompt length,
-// prefill a prompt of that many tokens, then decode a fixed number of tokens, and report tokens per
-// second of each phase. The roofline fractions relate those rates to the machine's measured
+// Package bench measures a backend at batch 1 by the published protocol: after a warm-up run that is
+// not counted, for each prompt length, prefill a prompt of that many tokens, then decode a fixed
+// number of tokens, repeated a given number of times, and report tokens per second of each phase
+// (mean and standard deviation over the repetitions), also under llama-bench's test names. The roofline fractions relate those rates to the machine's measured
 // streaming-read bandwidth (decode) and compute peak (prefill).
 package bench
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -16,7 +19,9 @@ import (
 // DefaultPromptLengths is the published protocol: 256 to 128K tokens.
 var DefaultPromptLengths = []int{256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
 
-// Result is one prompt length's measurement.
+// Result is one prompt length's measurement. With several repetitions the rates are the mean of
+// each repetition's rate, the times the mean time, and the _sd fields the sample standard
+// deviation of the rates (0 for one repetition).
 type Result struct {
 	PromptTokens int     `json:"prompt_tokens"`
 	PrefillTokS  float64 `json:"prefill_tok_s"`
@@ -24,6 +29,13 @@ type Result struct {
 	PrefillSec   float64 `json:"prefill_s"`
 	DecodeSec    float64 `json:"decode_s"`
 	DecodeTokens int     `json:"decode_tokens"`
+	Repetitions  int     `json:"repetitions"`
+	PrefillSD    float64 `json:"prefill_tok_s_sd"`
+	DecodeSD     float64 `json:"decode_tok_s_sd"`
+	// PrefillTest and DecodeTest name the two measurements as llama-bench does: "pp256" is a
+	// 256-token prompt processed, "tg16@d256" 16 tokens generated after 256 of context.
+	PrefillTest string `json:"prefill_test"`
+	DecodeTest  string `json:"decode_test"`
 	// ResidentBytes is the process's resident memory at the end of the decode, with the session
 	// still open (0 when Options.Resident is unset or cannot tell).
 	ResidentBytes int64 `json:"resident_bytes,omitempty"`
@@ -45,6 +57,14 @@ type Options struct {
 	PromptLengths []int
 	DecodeTokens  int
 	Seed          uint64
+	// Repetitions is how many times each length is measured (0 means 1).
+	Repetitions int
+	// WarmUp runs the shortest length once before measuring and discards it: the first prefill
+	// and decode of a process pay first-touch costs (page faults on the mapped weights and on new
+	// buffers, the workers' first wake-ups) that are not the steady state.
+	WarmUp bool
+	// WarmedUp, when set, is called after the warm-up run.
+	WarmedUp func(promptTokens int)
 	// Progress, when set, is called before each length is measured.
 	Progress func(promptTokens int)
 	// Resident, when set, reports the process's resident memory in bytes (ok false: unknown).
@@ -56,25 +76,79 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 	if opt.DecodeTokens < 1 {
 		return nil, fmt.Errorf("bench: decode tokens must be at least 1, got %d", opt.DecodeTokens)
 	}
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x6c696c79))
-	var out []Result
+	if opt.Repetitions < 0 {
+		return nil, fmt.Errorf("bench: repetitions must not be negative, got %d", opt.Repetitions)
+	}
+	reps := max(opt.Repetitions, 1)
+	var fit []int
 	for _, n := range opt.PromptLengths {
 		if n < 1 {
 			return nil, fmt.Errorf("bench: prompt length must be positive, got %d", n)
 		}
-		if n+opt.DecodeTokens > b.MaxContext() {
-			continue
+		if n+opt.DecodeTokens <= b.MaxContext() {
+			fit = append(fit, n)
 		}
+	}
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x6c696c79))
+	if opt.WarmUp && len(fit) > 0 {
+		n := slices.Min(fit)
+		if _, err := one(ctx, b, n, opt.DecodeTokens, rng, nil); err != nil {
+			return nil, fmt.Errorf("bench: warm-up with a %d-token prompt: %w", n, err)
+		}
+		if opt.WarmedUp != nil {
+			opt.WarmedUp(n)
+		}
+	}
+	var out []Result
+	for _, n := range fit {
 		if opt.Progress != nil {
 			opt.Progress(n)
 		}
-		r, err := one(ctx, b, n, opt.DecodeTokens, rng, opt.Resident)
-		if err != nil {
-			return out, fmt.Errorf("bench: %d-token prompt: %w", n, err)
+		runs := make([]Result, reps)
+		for i := range runs {
+			r, err := one(ctx, b, n, opt.DecodeTokens, rng, opt.Resident)
+			if err != nil {
+				return out, fmt.Errorf("bench: %d-token prompt: %w", n, err)
+			}
+			runs[i] = r
 		}
-		out = append(out, r)
+		out = append(out, merge(runs))
 	}
 	return out, nil
+}
+
+// merge joins the repetitions of one length: mean rates and times, the rates' sample standard
+// deviations, the last repetition's resident memory.
+func merge(runs []Result) Result {
+	r := runs[len(runs)-1]
+	r.Repetitions = len(runs)
+	pre, dec := make([]float64, len(runs)), make([]float64, len(runs))
+	var ps, ds float64
+	for i, x := range runs {
+		pre[i], dec[i] = x.PrefillTokS, x.DecodeTokS
+		ps += x.PrefillSec
+		ds += x.DecodeSec
+	}
+	r.PrefillTokS, r.PrefillSD = meanSD(pre)
+	r.DecodeTokS, r.DecodeSD = meanSD(dec)
+	r.PrefillSec, r.DecodeSec = ps/float64(len(runs)), ds/float64(len(runs))
+	return r
+}
+
+// meanSD returns the mean of xs and their sample standard deviation (0 for fewer than two).
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
 }
 
 func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, resident func() (int64, bool)) (Result, error) {
@@ -101,9 +175,10 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 	}
 	dec := time.Since(t1)
 	r := Result{
-		PromptTokens: n, DecodeTokens: decode,
+		PromptTokens: n, DecodeTokens: decode, Repetitions: 1,
 		PrefillSec: prefill.Seconds(), DecodeSec: dec.Seconds(),
 		PrefillTokS: float64(n) / prefill.Seconds(), DecodeTokS: float64(decode) / dec.Seconds(),
+		PrefillTest: fmt.Sprintf("pp%d", n), DecodeTest: fmt.Sprintf("tg%d@d%d", decode, n),
 	}
 	if resident != nil {
 		if rb, ok := resident(); ok {
@@ -141,6 +216,8 @@ type Report struct {
 	PrefillComputeFrac float64  `json:"prefill_compute_frac"`      // 1K prefill (or nearest) vs compute peak
 	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"` // GPU: measured blit-copy bandwidth
 	WeightsBytes       int64    `json:"weights_bytes,omitempty"`   // the mapped checkpoint tensors
+	WarmUp             bool     `json:"warmup"`                    // an uncounted run preceded the measurements
+	Repetitions        int      `json:"repetitions"`               // measurements per prompt length
 }
 
 // AgainstModel fills each result's prediction by predict(promptTokens) and the measured/predicted

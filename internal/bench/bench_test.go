@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -18,6 +19,7 @@ func (f *fake) Name() string                        { return "fake" }
 func (f *fake) VocabSize() int                      { return 16 }
 func (f *fake) MaxContext() int                     { return f.ctx }
 func (f *fake) NewSession() (engine.Session, error) { return &fakeSession{}, nil }
+func (f *fake) Close() error                        { return nil }
 
 func (s *fakeSession) Len() int                           { return s.n }
 func (s *fakeSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
@@ -134,4 +136,64 @@ func TestArgmax(t *testing.T) {
 			t.Fatalf("argmax %d, want %d", got, want)
 		}
 	})
+}
+
+// countingBackend counts the sessions opened and the tokens prefilled and decoded in them.
+type countingBackend struct {
+	fake
+	sessions []*fakeSession
+}
+
+func (c *countingBackend) NewSession() (engine.Session, error) {
+	s := &fakeSession{}
+	c.sessions = append(c.sessions, s)
+	return s, nil
+}
+
+// TestRunWarmsUpAndRepeats checks the protocol: one uncounted warm-up at the shortest length that
+// fits, then Repetitions runs of every length, merged into one result each with llama-bench names.
+func TestRunWarmsUpAndRepeats(t *testing.T) {
+	b := &countingBackend{fake: fake{ctx: 600}}
+	var warmed []int
+	rs, err := Run(context.Background(), b, Options{PromptLengths: []int{512, 256, 1024}, DecodeTokens: 8,
+		Repetitions: 3, WarmUp: true, WarmedUp: func(n int) { warmed = append(warmed, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warmed) != 1 || warmed[0] != 256 {
+		t.Fatalf("warm-up at %v, want once at 256", warmed)
+	}
+	if len(b.sessions) != 1+2*3 {
+		t.Fatalf("%d sessions, want 1 warm-up + 2 lengths × 3 repetitions", len(b.sessions))
+	}
+	if s := b.sessions[0]; s.n != 256+8 {
+		t.Fatalf("warm-up session ran %d tokens, want 264", s.n)
+	}
+	if len(rs) != 2 || rs[0].PromptTokens != 512 || rs[1].PromptTokens != 256 {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		if r.Repetitions != 3 || r.PrefillTest != fmt.Sprintf("pp%d", r.PromptTokens) ||
+			r.DecodeTest != fmt.Sprintf("tg8@d%d", r.PromptTokens) || r.PrefillTokS <= 0 || r.PrefillSD < 0 {
+			t.Fatalf("bad result %+v", r)
+		}
+	}
+	if _, err := Run(context.Background(), b, Options{PromptLengths: []int{8}, DecodeTokens: 1, Repetitions: -1}); err == nil {
+		t.Fatal("negative repetitions accepted")
+	}
+}
+
+func TestMergeMeanSD(t *testing.T) {
+	runs := []Result{{PrefillTokS: 10, DecodeTokS: 1, PrefillSec: 2, DecodeSec: 4, ResidentBytes: 5},
+		{PrefillTokS: 20, DecodeTokS: 3, PrefillSec: 1, DecodeSec: 2, ResidentBytes: 7}}
+	r := merge(runs)
+	if r.PrefillTokS != 15 || r.DecodeTokS != 2 || r.PrefillSec != 1.5 || r.DecodeSec != 3 || r.ResidentBytes != 7 || r.Repetitions != 2 {
+		t.Fatalf("merged %+v", r)
+	}
+	if math.Abs(r.PrefillSD-math.Sqrt(50)) > 1e-12 || math.Abs(r.DecodeSD-math.Sqrt(2)) > 1e-12 {
+		t.Fatalf("sd %g %g, want √50 and √2", r.PrefillSD, r.DecodeSD)
+	}
+	if _, sd := meanSD([]float64{3}); sd != 0 {
+		t.Fatalf("sd of one value %g", sd)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"math"
 	"os"
 	"path/filepath"
@@ -41,12 +42,12 @@ const (
 // LoadConfig reads dir/config.json and, when present, dir/generation_config.json.
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	cfg, err := os.ReadFile(path)
+	cfg, err := safefile.ReadFile(path, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	genPath := filepath.Join(dir, "generation_config.json")
-	gen, err := os.ReadFile(genPath)
+	gen, err := safefile.ReadFile(genPath, maxConfigBytes)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -303,6 +304,7 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	if c.EOSTokenIDs, err = text.intList("eos_token_id"); err != nil {
 		return err
 	}
+	eosFromGen := false
 	if generationJSON != nil {
 		gen, err := parseObject(generationJSON)
 		if err != nil {
@@ -312,6 +314,7 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 			if c.EOSTokenIDs, err = gen.intList("eos_token_id"); err != nil {
 				return genError{err}
 			}
+			eosFromGen = true
 		}
 		if c.BOSTokenID < 0 {
 			if c.BOSTokenID, err = gen.intField("bos_token_id", -1); err != nil {
@@ -324,8 +327,18 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	}
 	for _, id := range c.EOSTokenIDs {
 		if id < 0 || id >= c.VocabSize {
-			return fmt.Errorf("eos_token_id %d is outside the vocabulary (%d)", id, c.VocabSize)
+			err := fmt.Errorf("eos_token_id %d is outside the vocabulary (%d)", id, c.VocabSize)
+			if eosFromGen {
+				return genError{err} // blamed on the file it came from
+			}
+			return err
 		}
 	}
 	return nil
 }
+
+// Bounds on the JSON files read from a checkpoint directory (the real ones are a few KB).
+const (
+	maxConfigBytes = 16 << 20
+	maxIndexBytes  = 64 << 20
+)

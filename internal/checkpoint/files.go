@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,7 +40,7 @@ func (tf *tensorFiles) close() error {
 func openTensorFiles(dir string) (*tensorFiles, error) {
 	tf := &tensorFiles{byName: map[string]Tensor{}}
 	indexPath := filepath.Join(dir, indexFile)
-	raw, err := os.ReadFile(indexPath)
+	raw, err := safefile.ReadFile(indexPath, maxIndexBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := tf.add(filepath.Join(dir, singleFile), nil); err != nil {
 			return nil, errors.Join(err, tf.close())

@@ -3,8 +3,10 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // object is one decoded JSON object whose fields are read with type checks.
@@ -43,7 +45,11 @@ func parseInt(key string, raw json.RawMessage) (int, error) {
 		return 0, fmt.Errorf("%s: want an integer, got %s", key, raw)
 	}
 	i, err := n.Int64()
-	if err != nil || i < math.MinInt32 || i > math.MaxInt32 {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) || err == nil && (i < math.MinInt32 || i > math.MaxInt32) {
+		return 0, fmt.Errorf("%s: %s is out of range (want %d to %d)", key, bytes.TrimSpace(raw), math.MinInt32, math.MaxInt32)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("%s: want an integer, got %s", key, raw)
 	}
 	return int(i), nil

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,7 +60,7 @@ func hubCache() (string, error) {
 // snapshot picks the snapshot directory of a cached repo.
 func snapshot(repoDir string) (string, bool) {
 	snaps := filepath.Join(repoDir, "snapshots")
-	if ref, err := os.ReadFile(filepath.Join(repoDir, "refs", "main")); err == nil {
+	if ref, err := safefile.ReadFile(filepath.Join(repoDir, "refs", "main"), 4<<10); err == nil {
 		rev := strings.TrimSpace(string(ref))
 		dir := filepath.Join(snaps, rev)
 		if rev != "" && filepath.Base(rev) == rev && hasConfig(dir) {

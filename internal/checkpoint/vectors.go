@@ -67,27 +67,12 @@ func toFloat32(t Tensor) ([]float32, error) {
 	for i := range out {
 		switch t.DType {
 		case safetensors.BF16:
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*i:])) << 16)
+			out[i] = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
 		case safetensors.F16:
-			out[i] = halfToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+			out[i] = safetensors.F16ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
 		default:
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:]))
 		}
 	}
 	return out, nil
-}
-
-// halfToFloat32 converts an IEEE 754 binary16 value exactly.
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := int(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch exp {
-	case 0: // zero or subnormal: mant * 2^-24
-		f := float32(mant) * (1.0 / (1 << 24))
-		return math.Float32frombits(math.Float32bits(f) | sign)
-	case 0x1f: // inf or NaN
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	}
-	return math.Float32frombits(sign | uint32(exp-15+127)<<23 | mant<<13)
 }

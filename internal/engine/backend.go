@@ -7,7 +7,7 @@ import "context"
 // Backend turns token ids into next-token scores. A Backend is safe for concurrent use only
 // through distinct Sessions; one Session is used by one goroutine at a time.
 type Backend interface {
-	// Name is "ref" or "fast" (for logs and /v1/models).
+	// Name names the backend for logs and /v1/models: "ref", "fast", "metal" or "metal-emu".
 	Name() string
 	// VocabSize is the logits length (the padded vocab, 248320 for the real model).
 	VocabSize() int
@@ -15,6 +15,9 @@ type Backend interface {
 	MaxContext() int
 	// NewSession returns an empty sequence state (position 0).
 	NewSession() (Session, error)
+	// Close releases what the backend holds (worker pools, devices, device buffers). Its sessions
+	// must be closed first; the weights it was opened on are the caller's.
+	Close() error
 }
 
 // Session is the state of one sequence: KV cache, conv and recurrent state, position.

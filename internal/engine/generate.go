@@ -134,7 +134,7 @@ func (e *Engine) Check(r *Request) error {
 			return &TokenRangeError{Index: i, ID: id, Vocab: v}
 		}
 	}
-	if r.MaxTokens < 0 || len(r.Prompt)+r.MaxTokens > e.b.MaxContext() {
+	if r.MaxTokens < 0 || r.MaxTokens > e.b.MaxContext()-len(r.Prompt) { // no sum: MaxTokens may be near MaxInt
 		return &ContextLengthError{Prompt: len(r.Prompt), MaxTokens: r.MaxTokens, Context: e.b.MaxContext()}
 	}
 	return nil

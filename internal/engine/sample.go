@@ -209,28 +209,10 @@ type TopLogprob struct {
 	Logprob float64
 }
 
-// logSumExp returns log Z for logits (computed in float64), so that logprob(i) = logits[i] - lse.
-func logSumExp(logits []float32) float64 {
-	m := math.Inf(-1)
-	for _, l := range logits {
-		if float64(l) > m {
-			m = float64(l)
-		}
-	}
-	if math.IsInf(m, 0) {
-		return m
-	}
-	var s float64
-	for _, l := range logits {
-		s += math.Exp(float64(l) - m)
-	}
-	return m + math.Log(s)
-}
-
 // logprobs returns the log-probability of id under logits and, when k > 0, the k most likely tokens
 // (highest first, lower id first on ties).
 func logprobs(logits []float32, id int32, k int) (float64, []TopLogprob) {
-	lse := logSumExp(logits)
+	lse := LogSumExp(logits)
 	lp := float64(logits[id]) - lse
 	if k <= 0 {
 		return lp, nil

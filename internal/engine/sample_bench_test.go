@@ -44,6 +44,6 @@ func BenchmarkLogprobsTop5(b *testing.B) {
 func BenchmarkLogSumExp(b *testing.B) {
 	l := randomLogits(realVocab)
 	for b.Loop() {
-		logSumExp(l)
+		LogSumExp(l)
 	}
 }

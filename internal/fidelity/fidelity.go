@@ -74,7 +74,8 @@ func ScoreLogits(logits []float32, next int32) (Position, error) {
 	if next < 0 || int(next) >= len(logits) {
 		return Position{}, fmt.Errorf("fidelity: token %d outside vocab %d", next, len(logits))
 	}
-	lse, top1, top2 := logSumExpTop2(logits)
+	top1, top2 := top2Of(logits)
+	lse := engine.LogSumExp(logits)
 	return Position{Argmax: int32(top1), Gap: float64(logits[top1]) - float64(logits[top2]), Logp: float64(logits[next]) - lse}, nil
 }
 
@@ -117,9 +118,8 @@ func Diff(a, b *Scores) *Report {
 	return r
 }
 
-// logSumExpTop2 returns log Σ exp(logits) (float64) and the indices of the two largest logits
-// (lowest index first among equals).
-func logSumExpTop2(logits []float32) (lse float64, top1, top2 int) {
+// top2Of returns the indices of the two largest logits (lowest index first among equals).
+func top2Of(logits []float32) (top1, top2 int) {
 	top1, top2 = 0, -1
 	for i := 1; i < len(logits); i++ {
 		switch {
@@ -132,10 +132,5 @@ func logSumExpTop2(logits []float32) (lse float64, top1, top2 int) {
 	if top2 < 0 {
 		top2 = top1
 	}
-	m := float64(logits[top1])
-	var s float64
-	for _, l := range logits {
-		s += math.Exp(float64(l) - m)
-	}
-	return m + math.Log(s), top1, top2
+	return top1, top2
 }

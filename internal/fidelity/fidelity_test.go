@@ -19,6 +19,7 @@ func (t *table) Name() string                              { return t.name }
 func (t *table) VocabSize() int                            { return t.v }
 func (t *table) MaxContext() int                           { return 1 << 20 }
 func (t *table) NewSession() (engine.Session, error)       { return &tableSession{t: t}, nil }
+func (t *table) Close() error                              { return nil }
 func (s *tableSession) Len() int                           { return s.n }
 func (s *tableSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
 func (s *tableSession) Restore(engine.Snapshot) error      { return nil }

@@ -2,5 +2,7 @@
 
 package safetensors
 
+import "os"
+
 // adviseHuge has no portable equivalent off Linux; the mapping stays as the kernel makes it.
-func adviseHuge([]byte) {}
+func adviseHuge(*os.File, []byte) {}

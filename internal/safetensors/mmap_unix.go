@@ -13,7 +13,7 @@ func mmapFile(fd *os.File, size int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	adviseHuge(b)
+	adviseHuge(fd, b)
 	return b, nil
 }
 

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/internal/safefile"
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 	"strings"
 )
@@ -58,7 +58,7 @@ type headerEntry struct {
 // b (b must hold at least the 8-byte length and the JSON header; more is ignored). It treats its
 // input as hostile: the header must fit in the file, be one JSON object without duplicate keys,
 // name only known dtypes, have non-negative dims whose product times the dtype size equals the
-// byte range (without overflow), and place every range inside the data section without overlap.
+// byte range (without overflow), and cover the data section exactly: contiguous, in offset order.
 // Errors name the offending tensor; the caller adds the file name. ParseHeader never panics.
 func ParseHeader(b []byte, fileSize int64) (*Header, error) {
 	if fileSize < 8 || len(b) < 8 {
@@ -96,7 +96,7 @@ func ParseHeader(b []byte, fileSize int64) (*Header, error) {
 		}
 		h.Tensors = append(h.Tensors, ti)
 	}
-	if err := checkOverlap(h.Tensors); err != nil {
+	if err := checkContiguous(h.Tensors, h.DataStart, dataSize); err != nil {
 		return nil, err
 	}
 	sort.Slice(h.Tensors, func(i, j int) bool { return h.Tensors[i].Name < h.Tensors[j].Name })
@@ -205,20 +205,41 @@ func parseEntry(name string, val json.RawMessage, dataSize int64) (TensorInfo, e
 	return ti, nil
 }
 
-// checkOverlap rejects two non-empty tensors sharing bytes.
-func checkOverlap(ts []TensorInfo) error {
-	idx := make([]int, 0, len(ts))
-	for i, t := range ts {
-		if t.End > t.Begin {
-			idx = append(idx, i)
-		}
+// checkContiguous requires what the reference implementation does: the data section is exactly
+// the tensors, in the order of their offsets, each beginning where the one before ended, the first
+// at 0 and the last ending at the end of the file. Anything else (overlap, a gap, bytes after the
+// last tensor, as a header shortened by one byte or a file grown past its tensors leaves) would
+// read tensors from the wrong bytes. Errors give the file offset (dataStart + data offset).
+func checkContiguous(ts []TensorInfo, dataStart, dataSize int64) error {
+	idx := make([]int, len(ts))
+	for i := range idx {
+		idx[i] = i
 	}
-	sort.Slice(idx, func(a, b int) bool { return ts[idx[a]].Begin < ts[idx[b]].Begin })
-	for k := 1; k < len(idx); k++ {
-		p, c := ts[idx[k-1]], ts[idx[k]]
-		if c.Begin < p.End {
-			return fmt.Errorf("tensor %q [%d, %d] overlaps tensor %q [%d, %d]", c.Name, c.Begin, c.End, p.Name, p.Begin, p.End)
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := ts[idx[a]], ts[idx[b]]
+		return x.Begin < y.Begin || x.Begin == y.Begin && x.End < y.End
+	})
+	var at int64
+	prev := ""
+	for _, i := range idx {
+		t := ts[i]
+		if t.Begin != at {
+			what := "leaves a gap after"
+			if t.Begin < at {
+				what = "overlaps"
+			}
+			if prev == "" {
+				return fmt.Errorf("tensor %q begins at data offset %d (file offset %d), not 0: the data section must start with a tensor",
+					t.Name, t.Begin, dataStart+t.Begin)
+			}
+			return fmt.Errorf("tensor %q at data offset %d (file offset %d) %s tensor %q, which ends at %d: the tensors must be contiguous",
+				t.Name, t.Begin, dataStart+t.Begin, what, prev, at)
 		}
+		at, prev = t.End, t.Name
+	}
+	if at != dataSize {
+		return fmt.Errorf("%d bytes after the last tensor's data (file offset %d of %d): the data section must be exactly the tensors",
+			dataSize-at, dataStart+at, dataStart+dataSize)
 	}
 	return nil
 }
@@ -235,18 +256,11 @@ type File struct {
 // Open maps the file at path read-only and validates its header (see ParseHeader). Nothing is
 // copied: tensor data is read through the mapping.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	fd, st, err := safefile.Open(path) // a FIFO or device is refused before it can block
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s: not a regular file", path)
-	}
 	size := st.Size()
 	if size < 8 {
 		return nil, fmt.Errorf("safetensors: %s: file too short (%d bytes)", path, size)

@@ -59,7 +59,21 @@ type Writer struct {
 // metadata (the "__metadata__" string map; nil for none), and returns a Writer for the data.
 // The data of the tensors follows in the order given.
 func Create(path string, tensors []TensorSpec, metadata map[string]string) (*Writer, error) {
-	hdr, sizes, err := EncodeHeader(tensors, metadata)
+	return CreateWith(path, tensors, metadata, HeaderOptions{})
+}
+
+// HeaderOptions choose how a header is laid out.
+type HeaderOptions struct {
+	// Unpadded writes the header as MLX's save_safetensors does: the JSON object with its keys in
+	// sorted order (nlohmann::json's std::map), "__metadata__" included, and no padding, so the
+	// data starts at whatever offset the header ends at (often not a multiple of 4). The data
+	// offsets still follow the order the tensors are given in.
+	Unpadded bool
+}
+
+// CreateWith is Create with header options.
+func CreateWith(path string, tensors []TensorSpec, metadata map[string]string, o HeaderOptions) (*Writer, error) {
+	hdr, sizes, err := EncodeHeaderWith(tensors, metadata, o)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
@@ -80,6 +94,14 @@ func Create(path string, tensors []TensorSpec, metadata map[string]string) (*Wri
 // spaces to a multiple of 8 bytes as the reference library does. It also returns each tensor's
 // data size. Names must be unique, non-empty and not "__metadata__"; dtypes must be valid.
 func EncodeHeader(tensors []TensorSpec, metadata map[string]string) (header []byte, sizes []int64, err error) {
+	return EncodeHeaderWith(tensors, metadata, HeaderOptions{})
+}
+
+// EncodeHeaderWith is EncodeHeader with header options.
+func EncodeHeaderWith(tensors []TensorSpec, metadata map[string]string, o HeaderOptions) (header []byte, sizes []int64, err error) {
+	if o.Unpadded {
+		return encodeUnpadded(tensors, metadata)
+	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	if len(metadata) > 0 {

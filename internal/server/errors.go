@@ -82,6 +82,8 @@ func errorInfo(err error) (int, ErrorResponse) {
 		cl  *engine.ContextLengthError
 		tr  *engine.TokenRangeError
 		mbe *http.MaxBytesError
+		mte *MediaTypeError
+		be  *BodyError
 		syn *json.SyntaxError
 		ute *json.UnmarshalTypeError
 		msg = err.Error()
@@ -104,6 +106,16 @@ func errorInfo(err error) (int, ErrorResponse) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, body(fmt.Sprintf("request body over %d bytes", mbe.Limit),
 			invalid, "", "request_too_large")
+	case errors.As(err, &mte):
+		return http.StatusUnsupportedMediaType, body(msg, invalid, "", "unsupported_media_type")
+	case errors.As(err, &be) && be.Timeout():
+		return http.StatusRequestTimeout, body(msg, invalid, "", "request_timeout")
+	case errors.As(err, &be):
+		return http.StatusBadRequest, body(msg, invalid, "", "invalid_body")
+	case errors.Is(err, ErrOriginNotAllowed):
+		return http.StatusForbidden, body(msg, invalid, "", "origin_not_allowed")
+	case errors.Is(err, ErrBusyReading):
+		return http.StatusServiceUnavailable, body(msg, "server_error", "", "server_busy")
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, body(msg, invalid, "", "invalid_api_key")
 	case errors.Is(err, ErrHostNotAllowed):
@@ -119,7 +131,18 @@ func errorInfo(err error) (int, ErrorResponse) {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return statusClientClosed, body("the client closed the request", "server_error", "", "client_closed")
 	}
-	return http.StatusInternalServerError, body("internal error: "+msg, "server_error", "", "internal_error")
+	// The cause goes to the log (route), not to the client: it may name files or internals.
+	return http.StatusInternalServerError, body("internal error", "server_error", "", "internal_error")
+}
+
+// streamErrorBody is the error event for a stream that failed after it started; a server error
+// is logged with its cause, which the event does not carry.
+func (s *Server) streamErrorBody(r *http.Request, err error) ErrorResponse {
+	status, body := errorInfo(err)
+	if status >= 500 {
+		s.log.Error("stream failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	return body
 }
 
 // retryAfterSeconds is the Retry-After a 503 carries.
@@ -135,6 +158,10 @@ func writeError(w http.ResponseWriter, err error) int {
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	var be *BodyError
+	if errors.As(err, &be) {
+		w.Header().Set("Connection", "close") // the rest of the body is unknown: no next request here
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lily"`)

@@ -10,6 +10,7 @@ import (
 // generate waits for the ticket's turn, then runs the request on the engine. Both end early when
 // ctx ends (the client went away), the engine within one decode step.
 func (s *Server) generate(ctx context.Context, t *ticket, r *engine.Request, emit func(engine.Step) error) (*engine.Result, error) {
+	releasePrep(ctx) // the pre-queue work is done
 	if err := t.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -50,12 +51,24 @@ func bytesOf(s string) []int {
 // chatLogprob converts an engine token to the chat logprobs entry.
 func (s *Server) chatLogprob(t *engine.Token) TokenLogprob {
 	text := s.tokenText(t.ID)
-	e := TokenLogprob{Token: text, Logprob: t.Logprob, Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
+	e := TokenLogprob{Token: text, Logprob: s.finite(t.Logprob), Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
 	for _, a := range t.Top {
 		at := s.tokenText(a.ID)
-		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: a.Logprob, Bytes: bytesOf(at)})
+		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: s.finite(a.Logprob), Bytes: bytesOf(at)})
 	}
 	return e
+}
+
+// finite is engine.FiniteLogprob for the wire; the first non-finite value is logged (once).
+func (s *Server) finite(v float64) float64 {
+	f, ok := engine.FiniteLogprob(v)
+	if !ok {
+		s.nanOnce.Do(func() {
+			s.log.Warn("the model produced a non-finite log-probability; it is sent as the floor value",
+				"value", v, "floor", engine.LogprobFloor)
+		})
+	}
+	return f
 }
 
 func usage(promptTokens int, res *engine.Result) *Usage {

@@ -74,10 +74,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMessages(req.Messages); err != nil {
-		return err
-	}
-	if err := checkTools(req.Tools); err != nil {
+	opt, err := CheckChatInput(req.Messages, req.Tools, req.ChatTemplateKwargs)
+	if err != nil {
 		return err
 	}
 	top := 0
@@ -87,13 +85,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 		}
 		top = *req.TopLogprobs
 	}
-	opt, err := chatOptions(req.ChatTemplateKwargs)
-	if err != nil {
-		return err
-	}
 	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
 	if err != nil {
 		return &TemplateError{Err: err}
+	}
+	if err := s.checkTextFits(text, 1); err != nil {
+		return err
 	}
 	er := &engine.Request{
 		Prompt:      s.m.Tok.Encode(text),
@@ -196,8 +193,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, e
 	})
 	if err != nil {
 		if r.Context().Err() == nil {
-			_, body := errorInfo(err)
-			_ = sse.event(body)
+			_ = sse.event(s.streamErrorBody(r, err))
 			sse.done()
 		}
 		return nil

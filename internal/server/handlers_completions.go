@@ -32,11 +32,11 @@ func (c *completionLogprobs) add(id int32, t *engine.Token) {
 		c.lp.TopLogprobs = append(c.lp.TopLogprobs, nil)
 		return
 	}
-	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, ptr(t.Logprob))
+	c.lp.TokenLogprobs = append(c.lp.TokenLogprobs, ptr(c.s.finite(t.Logprob)))
 	top := make(map[string]float64, len(t.Top))
 	for _, a := range t.Top {
 		if _, dup := top[c.s.tokenText(a.ID)]; !dup {
-			top[c.s.tokenText(a.ID)] = a.Logprob
+			top[c.s.tokenText(a.ID)] = c.s.finite(a.Logprob)
 		}
 	}
 	c.lp.TopLogprobs = append(c.lp.TopLogprobs, top)
@@ -93,6 +93,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) error
 			}
 		}
 	} else {
+		if err := s.checkTextFits(p.Text, 0); err != nil {
+			return err
+		}
 		er.Prompt = s.m.Tok.Encode(p.Text)
 	}
 	if err := s.fit(er, g, 0); err != nil {
@@ -204,8 +207,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, t *tic
 	})
 	if err != nil {
 		if r.Context().Err() == nil {
-			_, body := errorInfo(err)
-			_ = sse.event(body)
+			_ = sse.event(s.streamErrorBody(r, err))
 			sse.done()
 		}
 		return nil

@@ -33,13 +33,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) error {
 	case req.Prompt != nil:
 		ids = s.m.Tok.Encode(*req.Prompt)
 	case req.Messages != nil:
-		if err := checkMessages(req.Messages); err != nil {
-			return err
-		}
-		if err := checkTools(req.Tools); err != nil {
-			return err
-		}
-		opt, err := chatOptions(req.ChatTemplateKwargs)
+		opt, err := CheckChatInput(req.Messages, req.Tools, req.ChatTemplateKwargs)
 		if err != nil {
 			return err
 		}

@@ -39,7 +39,8 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // middleware wraps the router: panic recovery and the request log outermost, then the Host
-// allowlist, CORS, the API key, and the body limit.
+// allowlist, the Origin check and CORS, the API key, the JSON Content-Type, and the body guards
+// (read slots, read deadline, size limit).
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -66,7 +67,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			writeError(rec, ErrHostNotAllowed)
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && s.originAllowed(origin) {
+		if !s.originOK(r) {
+			writeError(rec, ErrOriginNotAllowed)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
 			h := rec.Header()
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
@@ -82,13 +87,36 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			writeError(rec, ErrUnauthorized)
 			return
 		}
+		if s.jsonRoute(r) {
+			if err := checkJSONType(r); err != nil {
+				writeError(rec, err)
+				return
+			}
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			gb, err := s.bodies.acquire(w, r)
+			if err != nil {
+				writeError(rec, err)
+				return
+			}
+			defer gb.release(false)
+			defer func() { s.reclaim.after(gb.n) }()
+			r.Body = gb
+		}
+		if s.jsonRoute(r) {
+			ctx, slot := s.prep.withPrepSlot(r.Context())
+			defer slot.release()
+			r = r.WithContext(ctx)
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody) // w: so net/http closes the connection on overflow
 		next.ServeHTTP(rec, r)
 	})
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 7235 §2.1).
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.APIKey)) == 1
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -24,6 +25,10 @@ type Config struct {
 	QueueSize int
 	// MaxBody is the request body limit in bytes (default 8 MiB).
 	MaxBody int64
+	// BodyTimeout bounds the reading of one request body (default 30 s); BodyReads is how many
+	// bodies may be read at once, more get 503 (default 16).
+	BodyTimeout time.Duration
+	BodyReads   int
 	// Loopback says the server is bound to a loopback address: Host headers must then name
 	// localhost, 127.0.0.1 or [::1] (any port) or one of AllowHosts, against DNS rebinding.
 	Loopback   bool
@@ -59,7 +64,13 @@ type Server struct {
 	defaults engine.Sampling
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
-	handler  http.Handler
+	bodies   *bodyGuard
+	nanOnce  sync.Once // warns of the first non-finite logprob
+	prep     *prepGate
+	reclaim  reclaimer
+	// maxTokBytes is the longest text one token stands for (checkTextFits).
+	maxTokBytes int
+	handler     http.Handler
 }
 
 // New checks cfg and returns a server.
@@ -87,6 +98,15 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.MaxBody <= 0 {
 		s.cfg.MaxBody = 8 << 20
 	}
+	if s.cfg.BodyTimeout <= 0 {
+		s.cfg.BodyTimeout = defaultBodyTimeout
+	}
+	if s.cfg.BodyReads <= 0 {
+		s.cfg.BodyReads = defaultBodyReads
+	}
+	s.bodies = newBodyGuard(s.cfg.BodyReads, s.cfg.BodyTimeout)
+	s.prep = &prepGate{slots: make(chan struct{}, prepWorkers)}
+	s.maxTokBytes = maxTokenBytes(m.Tok)
 	if s.cfg.KeepAlive == 0 {
 		s.cfg.KeepAlive = 5 * time.Second
 	}

@@ -23,7 +23,14 @@ const (
 func decodeBody(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return err // *http.MaxBytesError → 413
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err // → 413
+		}
+		return &BodyError{Err: err} // malformed chunking, short body, deadline: the client's
+	}
+	if err := acquirePrep(r.Context()); err != nil { // decoding, rendering, tokenizing: bounded
+		return err
 	}
 	return decodeJSON(body, v)
 }
@@ -157,7 +164,7 @@ func (s *Server) fit(r *engine.Request, g genParams, minMax int) error {
 	} else {
 		r.MaxTokens = max(s.ctx-len(r.Prompt), 0)
 	}
-	if len(r.Prompt)+r.MaxTokens > s.ctx || r.MaxTokens < minMax {
+	if r.MaxTokens > s.ctx-len(r.Prompt) || r.MaxTokens < minMax { // no sum: max_tokens may be near MaxInt
 		return &engine.ContextLengthError{Prompt: len(r.Prompt), MaxTokens: max(r.MaxTokens, minMax), Context: s.ctx}
 	}
 	return s.eng.Check(r)

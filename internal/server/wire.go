@@ -76,7 +76,16 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 				p.Multiple = true
 				return nil
 			}
-			return p.UnmarshalJSON(first)
+			// One level only: ["text"] or [[ids]]. Recursing on deeper nesting re-scanned the
+			// rest of the body at every level (quadratic in the depth).
+			if first[0] == '"' {
+				return p.UnmarshalJSON(first)
+			}
+			p.IsIDs = true
+			if err := json.Unmarshal(first, &p.IDs); err != nil {
+				return badPrompt()
+			}
+			return nil
 		}
 		p.IsIDs = true
 		if err := json.Unmarshal(b, &p.IDs); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // InitKind says how a tensor's values are generated.
@@ -78,14 +80,7 @@ func streamKey(seed uint64, stream string) uint64 {
 func rand64(key, i uint64) uint64 { return mix64(key + (i+1)*gamma) }
 
 // bf16 rounds a float32 to bfloat16 (round to nearest even); NaN stays NaN.
-func bf16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
+func bf16(f float32) uint16 { return safetensors.Float32ToBF16(f) }
 
 // filler produces a tensor's bytes: fill(dst, off) writes the bytes [off, off+len(dst)) of the
 // tensor. off and len(dst) are multiples of the element size; fill is safe for concurrent use.

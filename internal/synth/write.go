@@ -19,6 +19,10 @@ type Options struct {
 	Seed    uint64    // the same seed writes the same bytes
 	Workers int       // chunks generated in parallel while one is written; 0 means GOMAXPROCS
 	Log     io.Writer // when non-nil, receives one line per file written
+	// UnpaddedHeaders writes each shard's header as MLX's writer does (safetensors.HeaderOptions
+	// Unpadded): no padding, so a shard's data starts at an arbitrary offset, as in real MLX
+	// checkpoints.
+	UnpaddedHeaders bool
 }
 
 // chunkBytes is the unit of parallel generation and of writes to the file. Write holds Workers+1
@@ -64,7 +68,8 @@ func Write(ctx context.Context, p *Plan, dir string, opt Options) error {
 	}
 	for i, s := range p.Shards {
 		path := filepath.Join(dir, s.File)
-		if err := writeShard(ctx, st, path, s, fillers[i], format); err != nil {
+		hopt := safetensors.HeaderOptions{Unpadded: opt.UnpaddedHeaders}
+		if err := writeShard(ctx, st, path, s, fillers[i], format, hopt); err != nil {
 			os.Remove(path)
 			return err
 		}
@@ -102,12 +107,12 @@ func checkDType(t Tensor) error {
 	return nil
 }
 
-func writeShard(ctx context.Context, st *streamer, path string, s Shard, fill []filler, format string) error {
+func writeShard(ctx context.Context, st *streamer, path string, s Shard, fill []filler, format string, hopt safetensors.HeaderOptions) error {
 	specs := make([]safetensors.TensorSpec, len(s.Tensors))
 	for i, t := range s.Tensors {
 		specs[i] = t.Spec()
 	}
-	w, err := safetensors.Create(path, specs, map[string]string{"format": format})
+	w, err := safetensors.CreateWith(path, specs, map[string]string{"format": format}, hopt)
 	if err != nil {
 		return err
 	}

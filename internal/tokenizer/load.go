@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	"github.com/lily-engine/lily/internal/safefile"
 	"strings"
 )
 
@@ -45,7 +44,7 @@ type component struct {
 
 // Load reads a tokenizer.json file, gzipped or not.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -66,7 +65,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: gzip: %w", err)
 		}
-		if data, err = io.ReadAll(zr); err != nil {
+		if data, err = safefile.ReadAll(zr, "tokenizer.json (gunzipped)", maxFileBytes); err != nil {
 			return nil, fmt.Errorf("tokenizer: gzip: %w", err)
 		}
 	}
@@ -286,3 +285,6 @@ func (t *Tokenizer) buildAdded(added []addedToken) error {
 	}
 	return nil
 }
+
+// maxFileBytes bounds tokenizer.json (and its gunzipped form); Qwen's is about 11 MB.
+const maxFileBytes = 256 << 20

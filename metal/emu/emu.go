@@ -8,13 +8,13 @@ package emu
 import (
 	"bufio"
 	"embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -29,16 +29,26 @@ type Emulator struct {
 	dir     string
 	kernels map[string]Kernel
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	in    *bufio.Writer
-	out   *bufio.Reader
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	in     *bufio.Writer
+	out    *bufio.Reader
+	nextID uint32
+}
+
+// Options tune an emulator process.
+type Options struct {
+	// Threads is how many OS threads run threadgroups at once; 0 means one per CPU.
+	Threads int
 }
 
 // Build compiles sources (file name → MSL text) with g++ into a fresh temporary directory and starts
-// the emulator process. Close removes both.
-func Build(sources map[string]string) (*Emulator, error) {
+// the emulator process with default options. Close removes both.
+func Build(sources map[string]string) (*Emulator, error) { return BuildOptions(sources, Options{}) }
+
+// BuildOptions is Build with options.
+func BuildOptions(sources map[string]string, o Options) (*Emulator, error) {
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
 		return nil, errors.New("metal emulator: g++ not found (install it: apt-get install -y g++)")
@@ -53,13 +63,17 @@ func Build(sources map[string]string) (*Emulator, error) {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "emu")
-	cmd := exec.Command(cxx, "-std=gnu++17", "-O1", "-g", "-w", "-I", filepath.Join(dir, "include"),
+	cmd := exec.Command(cxx, "-std=gnu++17", "-O2", "-pthread", "-w", "-I", filepath.Join(dir, "include"),
 		"-o", bin, filepath.Join(dir, "main.cpp"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("metal emulator: compiling the kernels failed: %v\n%s", err, out)
 	}
-	if err := e.start(bin); err != nil {
+	threads := o.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	if err := e.start(bin, threads); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -85,7 +99,11 @@ func (e *Emulator) write(sources map[string]string) error {
 		if err != nil {
 			return fmt.Errorf("metal emulator: %s: %w", n, err)
 		}
-		if err := os.WriteFile(filepath.Join(e.dir, n), []byte(sources[n]), 0o644); err != nil {
+		strict, err := rewrite(sources[n])
+		if err != nil {
+			return fmt.Errorf("metal emulator: %s: %w", n, err)
+		}
+		if err := os.WriteFile(filepath.Join(e.dir, n), []byte(strict), 0o644); err != nil {
 			return fmt.Errorf("metal emulator: %w", err)
 		}
 		fmt.Fprintf(&main, "#include %q\n", filepath.Join(e.dir, n))
@@ -124,8 +142,9 @@ func fsCopy(fsys embed.FS, from, to string) error {
 	return nil
 }
 
-func (e *Emulator) start(bin string) error {
+func (e *Emulator) start(bin string, threads int) error {
 	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("LILY_EMU_THREADS=%d", threads))
 	cmd.Stderr = os.Stderr
 	w, err := cmd.StdinPipe()
 	if err != nil {
@@ -144,71 +163,6 @@ func (e *Emulator) start(bin string) error {
 
 // Kernels lists the kernels the sources define, with their parsed signatures.
 func (e *Emulator) Kernels() map[string]Kernel { return e.kernels }
-
-// Dispatch runs kernel over grid threadgroups of group threads each, with bufs[i] bound at
-// [[buffer(i)]]; the buffers are updated in place with what the kernel wrote.
-func (e *Emulator) Dispatch(kernel string, grid, group [3]int, bufs map[int][]byte) error {
-	k, ok := e.kernels[kernel]
-	if !ok {
-		return fmt.Errorf("metal emulator: unknown kernel %q", kernel)
-	}
-	for _, p := range k.Params {
-		if p.Buffer >= 0 && bufs[p.Buffer] == nil {
-			return fmt.Errorf("metal emulator: %s: buffer %d (%s) not bound", kernel, p.Buffer, p.Name)
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cmd == nil {
-		return errors.New("metal emulator: closed")
-	}
-	idx := make([]int, 0, len(bufs))
-	for i := range bufs {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	le := binary.LittleEndian
-	var hdr []byte
-	hdr = le.AppendUint32(hdr, 0x554d454c)
-	hdr = le.AppendUint32(hdr, uint32(len(kernel)))
-	hdr = append(hdr, kernel...)
-	for _, v := range append(grid[:], group[:]...) {
-		hdr = le.AppendUint32(hdr, uint32(v))
-	}
-	hdr = le.AppendUint32(hdr, uint32(len(idx)))
-	e.in.Write(hdr)
-	for _, i := range idx {
-		var b []byte
-		b = le.AppendUint32(b, uint32(i))
-		b = le.AppendUint64(b, uint64(len(bufs[i])))
-		e.in.Write(b)
-		e.in.Write(bufs[i])
-	}
-	if err := e.in.Flush(); err != nil {
-		return fmt.Errorf("metal emulator: %s: %w", kernel, err)
-	}
-	var st [4]byte
-	if _, err := io.ReadFull(e.out, st[:]); err != nil {
-		return fmt.Errorf("metal emulator: %s: process died: %w", kernel, err)
-	}
-	if le.Uint32(st[:]) != 0 {
-		var n [4]byte
-		io.ReadFull(e.out, n[:])
-		msg := make([]byte, le.Uint32(n[:]))
-		io.ReadFull(e.out, msg)
-		return fmt.Errorf("metal emulator: %s: %s", kernel, msg)
-	}
-	for _, i := range idx {
-		var n [8]byte
-		if _, err := io.ReadFull(e.out, n[:]); err != nil {
-			return fmt.Errorf("metal emulator: %s: %w", kernel, err)
-		}
-		if _, err := io.ReadFull(e.out, bufs[i][:le.Uint64(n[:])]); err != nil {
-			return fmt.Errorf("metal emulator: %s: %w", kernel, err)
-		}
-	}
-	return nil
-}
 
 // Close stops the process and removes the build directory.
 func (e *Emulator) Close() error {

@@ -3,6 +3,7 @@ package emu
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -192,6 +193,44 @@ func TestEmulatorSemantics(t *testing.T) {
 			if math.Abs(got-v) > v*math.Pow(2, -8)+1e-30 {
 				t.Fatalf("bfloat(%v) = %v", v, got)
 			}
+		}
+	})
+
+	t.Run("shared_buffers", func(t *testing.T) {
+		// tg_sum over windows of one shared buffer: inputs at byte 64, sums at byte 64+4·256.
+		b, err := e.NewBuffer(64 + 4*256 + 4*2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.FreeBuffer(b)
+		x := make([]float32, 256)
+		for i := range x {
+			x[i] = float32(i % 5)
+		}
+		copy(b.Bytes()[64:], bytesOf(x))
+		in := Arg{Slot: 0, Buf: b, Off: 64, Len: 4 * 256}
+		out := Arg{Slot: 1, Buf: b, Off: 64 + 4*256, Len: 8}
+		for _, s := range Schedules {
+			if err := e.Run("tg_sum", [3]int{2, 1, 1}, [3]int{128, 1, 1}, []Arg{in, out}, s); err != nil {
+				t.Fatal(err)
+			}
+			got := f32s(b.Bytes()[64+4*256:])
+			var w0, w1 float32
+			for i := range 128 {
+				w0, w1 = w0+x[i], w1+x[128+i]
+			}
+			if got[0] != w0 || got[1] != w1 {
+				t.Fatalf("schedule %v: sums %v, want [%v %v]", s, got, w0, w1)
+			}
+		}
+		// A window one float short: the last threadgroup's read of its last input is out of bounds.
+		short := Arg{Slot: 0, Buf: b, Off: 64, Len: 4*256 - 4}
+		err = e.Run("tg_sum", [3]int{2, 1, 1}, [3]int{128, 1, 1}, []Arg{short, out}, Schedule{})
+		if err == nil || !strings.Contains(err.Error(), "tg_sum") || !strings.Contains(err.Error(), "buffer 0 (x): element 255") {
+			t.Fatalf("short window: %v", err)
+		}
+		if err := e.Run("tg_sum", [3]int{1, 1, 1}, [3]int{128, 1, 1}, []Arg{{Slot: 0, Buf: b, Off: 0, Len: 1 << 20}, out}, Schedule{}); err == nil {
+			t.Fatal("a window past the buffer's end was accepted")
 		}
 	})
 

@@ -133,14 +133,15 @@ func (k Kernel) wrapper() string {
 	var args []string
 	for _, p := range k.Params {
 		if p.Buffer >= 0 {
-			t := p.Type
+			t := strings.TrimSpace(strictType(p.Type))
 			switch {
-			case strings.HasSuffix(t, "*"):
-				args = append(args, fmt.Sprintf("(%s)lily_emu::buffer_slot(%d)", t, p.Buffer))
+			case strings.HasPrefix(t, "lily_emu::dptr<"):
+				args = append(args, fmt.Sprintf("%s::bind(%d, %q)", t, p.Buffer, p.Name))
 			case strings.HasSuffix(t, "&"):
-				args = append(args, fmt.Sprintf("*(%s*)lily_emu::buffer_slot(%d)", strings.TrimSuffix(t, "&"), p.Buffer))
+				base := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(t, "&")), "constant"))
+				args = append(args, fmt.Sprintf("lily_emu::bind_constant<%s>(%d, %q)", base, p.Buffer, p.Name))
 			default:
-				args = append(args, fmt.Sprintf("*(%s*)lily_emu::buffer_slot(%d)", t, p.Buffer))
+				args = append(args, fmt.Sprintf("lily_emu::bind_constant<%s>(%d, %q)", t, p.Buffer, p.Name))
 			}
 			continue
 		}

@@ -6,7 +6,8 @@ struct TopKDims {
   uint k;  // <= 64
 };
 
-// One threadgroup of 1024 threads. x: [n]; ids, vals: [k]; lse: [1].
+// One threadgroup of any whole number of SIMD groups up to 1024 threads (the host takes the
+// pipeline's limit). x: [n]; ids, vals: [k]; lse: [1].
 kernel void logits_topk(device const float* x [[buffer(0)]], device int* ids [[buffer(1)]],
                         device float* vals [[buffer(2)]], device float* lse [[buffer(3)]],
                         constant TopKDims& d [[buffer(4)]], uint tid [[thread_index_in_threadgroup]],

@@ -10,7 +10,8 @@ struct RouterDims {
 
 // For token t = threadgroup index (x: [T, H]): router logits (one SIMD group per 1/32 of the rows),
 // fp32 softmax, top-k (ties to the lower id), renormalised weights; and the shared expert's gate
-// logit. One threadgroup of 1024 threads per token. ids, wts: [T, k]; sgate: [T].
+// logit. One threadgroup per token of any whole number of SIMD groups up to 1024 threads (the host
+// takes the pipeline's limit). ids, wts: [T, k]; sgate: [T].
 kernel void router_topk(device const uint* w [[buffer(0)]], device const bfloat* s [[buffer(1)]],
                         device const bfloat* b [[buffer(2)]], device const uint* gw [[buffer(3)]],
                         device const bfloat* gs [[buffer(4)]], device const bfloat* gb [[buffer(5)]],
@@ -25,7 +26,7 @@ kernel void router_topk(device const uint* w [[buffer(0)]], device const bfloat*
     float v = row < d.experts ? qrow_dot(w, s, b, row, d.in, d.bits, xt, lane)
                               : qrow_dot(gw, gs, gb, 0, d.in, d.bits, xt, lane);
     if (lane == 0) {
-      if (row < d.experts) logits[row] = v;
+      if (row < d.experts) logits[row] = isnan(v) ? -INFINITY : v;  // a NaN logit ranks last
       else sgate[t] = v;
     }
   }
@@ -37,19 +38,22 @@ kernel void router_topk(device const uint* w [[buffer(0)]], device const bfloat*
   float z = 0.0f;
   for (uint e = lane; e < d.experts; e += 32u) z += exp(logits[e] - mx);
   z = simd_sum(z);
+  // Each lane owns experts lane, lane+32, ... (bit e/32 of taken marks the chosen ones), and every
+  // pick is an expert not picked before (k <= E), even among -inf logits: never id -1.
   float mine = 0.0f, total = 0.0f;
+  uint taken = 0u;
   for (uint j = 0; j < d.k; j++) {
     float best = -INFINITY;
     uint bi = 0xffffffffu;
     for (uint e = lane; e < d.experts; e += 32u)
-      if (logits[e] > best) { best = logits[e]; bi = e; }
+      if (((taken >> (e / 32u)) & 1u) == 0u && (bi == 0xffffffffu || logits[e] > best)) { best = logits[e]; bi = e; }
     float m = simd_max(best);
-    uint win = simd_min(best == m ? bi : 0xffffffffu);
+    uint win = simd_min(bi != 0xffffffffu && best == m ? bi : 0xffffffffu);
     float p = exp(m - mx) / z;
     total += p;
     if (lane == j) mine = p;
     if (lane == 0) ids[t * d.k + j] = int(win);
-    if (lane == win % 32u) logits[win] = -INFINITY;
+    if (lane == win % 32u) taken |= 1u << (win / 32u);
   }
   if (lane < d.k) wts[t * d.k + lane] = mine / total;
 }

@@ -59,6 +59,7 @@ func (b *Backend) Logits(target int32) []float32 {
 func (b *Backend) Name() string    { return "fake" }
 func (b *Backend) VocabSize() int  { return b.Vocab }
 func (b *Backend) MaxContext() int { return b.Context }
+func (b *Backend) Close() error    { return nil }
 
 // NewSession returns an empty session.
 func (b *Backend) NewSession() (engine.Session, error) { return &session{b: b}, nil }

@@ -94,6 +94,9 @@ func (e *Env) Do(method, path, body string, hdr ...string) (int, http.Header, st
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json") // as every API client sends; hdr may override
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

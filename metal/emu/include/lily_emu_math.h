@@ -20,8 +20,9 @@ using std::tanh;
 using std::trunc;
 using std::sin;
 using std::cos;
-template <typename T> T max(T a, T b) { return a > b ? a : b; }
-template <typename T> T min(T a, T b) { return a < b ? a : b; }
+// max and min are fmax and fmin in MSL: a NaN argument yields the other one.
+template <typename T> T max(T a, T b) { return a != a ? b : b != b ? a : a > b ? a : b; }
+template <typename T> T min(T a, T b) { return a != a ? b : b != b ? a : a < b ? a : b; }
 template <typename T> T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
 template <typename T> T select(T a, T b, bool c) { return c ? b : a; }
 inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
@@ -56,10 +57,10 @@ template <typename T> T simd_sum(T v) {
   return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s += x[i]; return s; });
 }
 template <typename T> T simd_max(T v) {
-  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = x[i] > s ? x[i] : s; return s; });
+  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = max(s, x[i]); return s; });
 }
 template <typename T> T simd_min(T v) {
-  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = x[i] < s ? x[i] : s; return s; });
+  return lily_emu::simd_collective(v, [](T* x, unsigned n, unsigned) { T s = x[0]; for (unsigned i = 1; i < n; i++) s = min(s, x[i]); return s; });
 }
 template <typename T> T simd_prefix_exclusive_sum(T v) {
   return lily_emu::simd_collective(v, [](T* x, unsigned, unsigned lane) { T s = T(0); for (unsigned i = 0; i < lane; i++) s += x[i]; return s; });
@@ -88,15 +89,21 @@ inline bool simd_any(bool b) {
   return lily_emu::simd_collective(b, [](bool* x, unsigned n, unsigned) { for (unsigned i = 0; i < n; i++) if (x[i]) return true; return false; });
 }
 
-// Atomics: relaxed order only, as lily's kernels use them.
+// Atomics: relaxed order only, as lily's kernels use them. Threadgroups run on several OS threads
+// at once, so these are real atomic operations.
 enum memory_order { memory_order_relaxed };
 template <typename T> struct atomic { T v; };
 typedef atomic<uint> atomic_uint;
 typedef atomic<int> atomic_int;
-template <typename T> T atomic_fetch_add_explicit(device atomic<T>* a, T x, memory_order) { T old = a->v; a->v += x; return old; }
-template <typename T> T atomic_fetch_max_explicit(device atomic<T>* a, T x, memory_order) { T old = a->v; if (x > old) a->v = x; return old; }
-template <typename T> T atomic_load_explicit(device atomic<T>* a, memory_order) { return a->v; }
-template <typename T> void atomic_store_explicit(device atomic<T>* a, T x, memory_order) { a->v = x; }
+template <typename T> T atomic_fetch_add_explicit(atomic<T>* a, T x, memory_order) { return __atomic_fetch_add(&a->v, x, __ATOMIC_RELAXED); }
+template <typename T> T atomic_fetch_max_explicit(atomic<T>* a, T x, memory_order) {
+  T old = __atomic_load_n(&a->v, __ATOMIC_RELAXED);
+  while (x > old && !__atomic_compare_exchange_n(&a->v, &old, x, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+template <typename T> T atomic_load_explicit(atomic<T>* a, memory_order) { return __atomic_load_n(&a->v, __ATOMIC_RELAXED); }
+template <typename T> void atomic_store_explicit(atomic<T>* a, T x, memory_order) { __atomic_store_n(&a->v, x, __ATOMIC_RELAXED); }
 
 // simdgroup matrices (8x8), held whole by every lane.
 template <typename T, int R, int C> struct simdgroup_matrix {
@@ -111,8 +118,9 @@ template <typename T, int R, int C> simdgroup_matrix<T, R, C> make_filled_simdgr
   for (int i = 0; i < R; i++) for (int j = 0; j < C; j++) s.m[i][j] = v;
   return s;
 }
-template <typename T, typename U, int R, int C>
-void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const U* src, ulong elements_per_row = C,
+// src and dst are anything indexable: a checked device pointer or a threadgroup array.
+template <typename T, typename P, int R, int C>
+void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const P& src, ulong elements_per_row = C,
                     ulong2 origin = ulong2(0, 0), bool transpose = false) {
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {
@@ -120,18 +128,26 @@ void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, const U* src, ulong ele
       d.m[i][j] = T(float(src[(origin.y + r) * elements_per_row + origin.x + c]));
     }
 }
-template <typename T, typename U, int R, int C>
-void simdgroup_store(const simdgroup_matrix<T, R, C>& s, U* dst, ulong elements_per_row = C,
+template <typename T, typename P, int R, int C>
+void simdgroup_store(const simdgroup_matrix<T, R, C>& s, P&& dst, ulong elements_per_row = C,
                      ulong2 origin = ulong2(0, 0), bool transpose = false) {
   for (int i = 0; i < R; i++)
     for (int j = 0; j < C; j++) {
       ulong r = transpose ? j : i, c = transpose ? i : j;
-      dst[(origin.y + r) * elements_per_row + origin.x + c] = U(float(s.m[i][j]));
+      dst[(origin.y + r) * elements_per_row + origin.x + c] = float(s.m[i][j]);
     }
 }
 template <typename T, typename A, typename B, typename Cm, int N>
 void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, N, N>& d, const simdgroup_matrix<A, N, N>& a,
                                    const simdgroup_matrix<B, N, N>& b, const simdgroup_matrix<Cm, N, N>& c) {
+  static_assert(sizeof(simdgroup_matrix<T, N, N>) <= sizeof(lily_emu::MatSlot::data), "matrix too large");
+  lily_emu::Fiber& f = lily_emu::me();
+  lily_emu::MatSlot& m = lily_emu::current()->simd[f.b.simdgroup_index_in_threadgroup].mats[f.mat_seq % 4];
+  unsigned seq = ++f.mat_seq;
+  if (m.seq == seq) {  // another lane of the SIMD group made this product
+    std::memcpy(&d, m.data, sizeof d);
+    return;
+  }
   simdgroup_matrix<T, N, N> r;
   for (int i = 0; i < N; i++)
     for (int j = 0; j < N; j++) {
@@ -139,6 +155,10 @@ void simdgroup_multiply_accumulate(thread simdgroup_matrix<T, N, N>& d, const si
       for (int k = 0; k < N; k++) s += float(a.m[i][k]) * float(b.m[k][j]);
       r.m[i][j] = T(s);
     }
+  if (m.seq < seq) {  // the first lane here (a lane far behind finds its slot reused, and computes)
+    std::memcpy(m.data, &r, sizeof r);
+    m.seq = seq;
+  }
   d = r;
 }
 template <typename T, typename A, typename B, int N>

@@ -12,22 +12,23 @@ import (
 // few hundred tokens with unit-norm keys the state stays O(1) and rounding stays near 1e-5.
 const chunkVsStepTol = 2e-4
 
-// It runs on the plain loops with small heads, and on the cpu kernels with heads of 32 (the SIMD
+// It runs on the portable kernels with small heads, and on the SIMD kernels with heads of 32 (the SIMD
 // tiles' shapes) under both mild decays and strong ones (up to −8 per token: a chunk's e^{Γ}
 // reaches far below float32's normal range, the case flushTiny zeroes).
 func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 	pool := cpu.NewPool(1)
 	defer pool.Close()
+	portable := vecOps{cpu.NewPortable(pool)} // the recurrent oracle's loops
 	for _, c := range []struct {
 		ops    vecOps
 		dk, dv int
 		decay  float64
-	}{{vecOps{}, 16, 8, 0.5}, {vecOps{}, 16, 8, 8}, {vecOps{cpu.New(pool)}, 32, 32, 0.5}, {vecOps{cpu.New(pool)}, 32, 32, 8}} {
-		testChunkedEqualsRecurrent(t, c.ops, c.dk, c.dv, c.decay)
+	}{{portable, 16, 8, 0.5}, {portable, 16, 8, 8}, {vecOps{cpu.New(pool)}, 32, 32, 0.5}, {vecOps{cpu.New(pool)}, 32, 32, 8}} {
+		testChunkedEqualsRecurrent(t, portable, c.ops, c.dk, c.dv, c.decay)
 	}
 }
 
-func testChunkedEqualsRecurrent(t *testing.T, ops vecOps, dk, dv int, decay float64) {
+func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, decay float64) {
 	for _, T := range []int{1, 5, 63, 64, 65, 130} {
 		d := &gdnDims{hk: 2, hv: 4, dk: dk, dv: dv, k: 4, eps: 1e-6}
 		rng := rand.New(rand.NewPCG(uint64(T), 1))
@@ -65,7 +66,7 @@ func testChunkedEqualsRecurrent(t *testing.T, ops vecOps, dk, dv int, decay floa
 		o1 := make([]float32, T*d.hv*d.dv)
 		o2 := make([]float32, T*d.hv*d.dv)
 		for i := 0; i < T; i++ {
-			gdnStep(vecOps{}, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
+			gdnStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
 				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*(d.dk+d.dv)), 0, d.hv)
 		}
 		scr := make([]*gdnScratch, d.hv)

@@ -1,0 +1,18 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import "unsafe"
+
+// qmm4TileVNNI computes the 2×4 tile Y[t0+t, o+r] (r < 2, t < 4) of the integer GEMM into out
+// (out[4r+t]) from the records at rec (token row t0's) with the first n limbs; rows o and o+1 of m
+// (o+1 < Out, or o itself twice for an odd last row).
+func qmm4TileVNNI(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint) {
+	groups, rb := m.Groups(), m.RowBytes()
+	qmm4TileVNNIAsm(&out[0], unsafe.Pointer(&m.W[o*rb]), (o1-o)*rb,
+		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), (o1-o)*groups*2,
+		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift))
+}
+
+//go:noescape
+func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)

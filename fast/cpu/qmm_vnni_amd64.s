@@ -1,0 +1,193 @@
+//go:build goexperiment.simd && amd64
+
+#include "textflag.h"
+
+// func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
+//
+// A tile of the integer prefill GEMM: 2 consecutive 4-bit rows (packed w, rowBytes apart; bf16
+// scales sc and biases bi, scStride bytes apart) times 4 token records (rec, recStride apart; see
+// qmm_limbs.go), blocks ≥ 1 blocks of 8 groups, into out[4·r + t].
+//
+// Registers: Z0–Z7 the float32 accumulators of (row r, token t) = Z(4r+t); Z8–Z15 their integer
+// sums of the current pair; Z20/Z21 row 0's low and high nibbles of the pair, Z22/Z23 row 1's;
+// Z24/Z25 the rows' scales spread over the pair's lanes (VPERMPS by Z16–Z19 from the block's 8
+// scales in Z26/Z27); Z30/Z31 the block's biases; Z28 the nibble mask; X29 the limb shift.
+//
+// Per block: the bias terms Σ bias·Σx (the block's biases in lanes 0–7 against its sums and 8
+// zeros). Per pair of groups: VPDPBUSD adds, per 32-bit lane, four nibble × limb products; the
+// first limb's even and odd elements start each (r, t) sum, every further limb shifts it left by
+// the limb weight first (Horner's rule), then the sum is converted to float32, multiplied by the
+// token's multiplier pattern (its groups' limb scales) and accumulated with the row's scales.
+TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R9
+	MOVQ w+8(FP), AX
+	MOVQ rowBytes+16(FP), R12
+	MOVQ sc+24(FP), SI
+	MOVQ bi+32(FP), R8
+	MOVQ scStride+40(FP), R13
+	MOVQ blocks+48(FP), CX
+	MOVQ rec+56(FP), DI
+	MOVQ recStride+64(FP), R10
+	MOVQ limbs+72(FP), BX
+	MOVQ shift+80(FP), DX
+	LEAQ (R10)(R10*2), R11
+	VMOVQ DX, X29
+	MOVL $0x0F0F0F0F, DX
+	VPBROADCASTD DX, Z28
+	MOVL $2, DX
+	VPBROADCASTD DX, Z20
+	VMOVDQU32 pairIdxMM<>(SB), Z16
+	VPADDD Z20, Z16, Z17
+	VPADDD Z20, Z17, Z18
+	VPADDD Z20, Z18, Z19
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+// TOK4(OP, off, src): OP applied to the 4 tokens' field at off, for the sums Z(8+4r+t) of row r
+// (src its nibbles).
+#define DOT4(off, src, s0, s1, s2, s3) \
+	VPDPBUSD off(DI), src, s0 \
+	VPDPBUSD off(DI)(R10*1), src, s1 \
+	VPDPBUSD off(DI)(R10*2), src, s2 \
+	VPDPBUSD off(DI)(R11*1), src, s3
+
+// LIMB(off): one limb (even elements at off, odd at off+64) into all 8 sums.
+#define LIMB(off) \
+	DOT4(off, Z20, Z8, Z9, Z10, Z11) \
+	DOT4(off, Z22, Z12, Z13, Z14, Z15) \
+	DOT4(off+64, Z21, Z8, Z9, Z10, Z11) \
+	DOT4(off+64, Z23, Z12, Z13, Z14, Z15)
+
+#define SHIFT8 \
+	VPSLLD X29, Z8, Z8 \
+	VPSLLD X29, Z9, Z9 \
+	VPSLLD X29, Z10, Z10 \
+	VPSLLD X29, Z11, Z11 \
+	VPSLLD X29, Z12, Z12 \
+	VPSLLD X29, Z13, Z13 \
+	VPSLLD X29, Z14, Z14 \
+	VPSLLD X29, Z15, Z15
+
+#define CLEAR8 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15
+
+// ACC(s, pat, rowScale, acc): acc += float(s) · pattern · row scales.
+#define ACC(s, pat, rs, acc) \
+	VCVTDQ2PS s, s \
+	VMULPS pat, s, s \
+	VFMADD231PS rs, s, acc
+
+#define ACC8(off) \
+	ACC(Z8, off(DI), Z24, Z0) \
+	ACC(Z9, off(DI)(R10*1), Z24, Z1) \
+	ACC(Z10, off(DI)(R10*2), Z24, Z2) \
+	ACC(Z11, off(DI)(R11*1), Z24, Z3) \
+	ACC(Z12, off(DI), Z25, Z4) \
+	ACC(Z13, off(DI)(R10*1), Z25, Z5) \
+	ACC(Z14, off(DI)(R10*2), Z25, Z6) \
+	ACC(Z15, off(DI)(R11*1), Z25, Z7)
+
+// NIBBLES(woff, idx): the pair's nibbles of both rows and the rows' scale patterns.
+#define NIBBLES(woff, idx) \
+	VPANDD woff(AX), Z28, Z20 \
+	VPSRLW $4, woff(AX), Z21 \
+	VPANDD Z28, Z21, Z21 \
+	VPANDD woff(AX)(R12*1), Z28, Z22 \
+	VPSRLW $4, woff(AX)(R12*1), Z23 \
+	VPANDD Z28, Z23, Z23 \
+	VPERMPS Z26, idx, Z24 \
+	VPERMPS Z27, idx, Z25
+
+// PAIR(woff, roff, idx, l2, l3): one pair of groups; l2 and l3 label the second and third limbs'
+// skips.
+#define PAIR(woff, roff, idx, done) \
+	NIBBLES(woff, idx) \
+	CLEAR8 \
+	LIMB(roff) \
+	CMPQ BX, $1 \
+	JLE done \
+	SHIFT8 \
+	LIMB(roff+128) \
+	CMPQ BX, $2 \
+	JLE done \
+	SHIFT8 \
+	LIMB(roff+256) \
+done: \
+	ACC8(roff+384)
+
+block:
+	VPMOVZXWD (SI), Y26
+	VPSLLD $16, Y26, Y26
+	VPMOVZXWD (SI)(R13*1), Y27
+	VPSLLD $16, Y27, Y27
+	VPMOVZXWD (R8), Y30
+	VPSLLD $16, Y30, Y30
+	VPMOVZXWD (R8)(R13*1), Y31
+	VPSLLD $16, Y31, Y31
+	VFMADD231PS 1792(DI), Z30, Z0
+	VFMADD231PS 1792(DI)(R10*1), Z30, Z1
+	VFMADD231PS 1792(DI)(R10*2), Z30, Z2
+	VFMADD231PS 1792(DI)(R11*1), Z30, Z3
+	VFMADD231PS 1792(DI), Z31, Z4
+	VFMADD231PS 1792(DI)(R10*1), Z31, Z5
+	VFMADD231PS 1792(DI)(R10*2), Z31, Z6
+	VFMADD231PS 1792(DI)(R11*1), Z31, Z7
+
+	PAIR(0, 0, Z16, pair0)
+	PAIR(64, 448, Z17, pair1)
+	PAIR(128, 896, Z18, pair2)
+	PAIR(192, 1344, Z19, pair3)
+
+	ADDQ $256, AX
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $1856, DI
+	DECQ CX
+	JNZ block
+
+#define REDUCE(z, y, x, off) \
+	VEXTRACTF64X4 $1, z, Y8 \
+	VADDPS Y8, y, Y8 \
+	VEXTRACTF128 $1, Y8, X9 \
+	VADDPS X9, X8, X8 \
+	VMOVHLPS X8, X8, X9 \
+	VADDPS X9, X8, X8 \
+	VMOVSHDUP X8, X9 \
+	VADDSS X9, X8, X8 \
+	VMOVSS X8, off(R9)
+
+	REDUCE(Z0, Y0, X0, 0)
+	REDUCE(Z1, Y1, X1, 4)
+	REDUCE(Z2, Y2, X2, 8)
+	REDUCE(Z3, Y3, X3, 12)
+	REDUCE(Z4, Y4, X4, 16)
+	REDUCE(Z5, Y5, X5, 20)
+	REDUCE(Z6, Y6, X6, 24)
+	REDUCE(Z7, Y7, X7, 28)
+	VZEROUPPER
+	RET
+
+// pairIdxMM: VPERMPS indices that spread scale 0 over lanes 0–7 and scale 1 over lanes 8–15
+// (pair k adds 2k).
+DATA pairIdxMM<>+0(SB)/8, $0
+DATA pairIdxMM<>+8(SB)/8, $0
+DATA pairIdxMM<>+16(SB)/8, $0
+DATA pairIdxMM<>+24(SB)/8, $0
+DATA pairIdxMM<>+32(SB)/8, $0x0000000100000001
+DATA pairIdxMM<>+40(SB)/8, $0x0000000100000001
+DATA pairIdxMM<>+48(SB)/8, $0x0000000100000001
+DATA pairIdxMM<>+56(SB)/8, $0x0000000100000001
+GLOBL pairIdxMM<>(SB), RODATA|NOPTR, $64

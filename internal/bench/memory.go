@@ -1,0 +1,57 @@
+package bench
+
+import "fmt"
+
+// Shape is what a memory budget needs of a model's architecture (config.json's text_config).
+type Shape struct {
+	Layers, FullAttention, LinearAttention int // layers, of which full (gated) attention and Gated DeltaNet
+	Hidden, Vocab                          int
+	Heads, KVHeads, HeadDim                int // full attention: Hq, Hkv, D
+	KeyHeads, ValueHeads, KeyDim, ValueDim int // Gated DeltaNet: Hk, Hv, Dk, Dv
+	ConvKernel                             int // Gated DeltaNet causal convolution width K
+	Experts, ExpertsPerToken               int
+	MoEIntermediate, SharedIntermediate    int
+}
+
+// Memory is a computed budget of a session's memory at a context length, in bytes.
+type Memory struct {
+	Weights int64 // the mapped checkpoint tensors (all of them: a long prompt routes to every expert)
+	KV      int64 // K and V of every position in every full-attention layer
+	State   int64 // every Gated DeltaNet layer's recurrent state [Hv, Dk, Dv] and conv state [C, K−1], float32
+	Buffers int64 // the prefill chunk's float32 activations, doubled for the Go heap's GC headroom
+}
+
+// Total is the sum of the parts.
+func (m Memory) Total() int64 { return m.Weights + m.KV + m.State + m.Buffers }
+
+func (m Memory) String() string {
+	gb := func(b int64) float64 { return float64(b) / 1e9 }
+	return fmt.Sprintf("weights %.2f GB + KV %.2f GB + state %.3f GB + buffers %.3f GB = %.2f GB",
+		gb(m.Weights), gb(m.KV), gb(m.State), gb(m.Buffers), gb(m.Total()))
+}
+
+// gcHeadroom is the factor between the live buffers and the heap the Go runtime lets them occupy at
+// the default GOGC=100 (garbage is collected when the heap reaches twice the live data).
+const gcHeadroom = 2
+
+// MemoryAt computes the budget of one session of s at ctx positions: weights bytes of mapped
+// tensors, kvElem bytes per cached K/V element (2 for fp16, 4 for float32), the prefill running in
+// chunks of chunk tokens. Buffers are the largest layer's float32 activations for one chunk, each
+// counted once (the hidden state x, its normed copy and the layer output; attention's query and gate,
+// keys, values and output; the DeltaNet's convolution input and output, z, b, a and output; the
+// MoE's router logits, the gathered expert inputs and outputs, the experts' and shared expert's
+// gate, up and activation) plus one row of logits, times gcHeadroom. Attention is tiled (no
+// [chunk, ctx] score matrix), so no buffer grows with the context.
+func MemoryAt(s Shape, weights int64, ctx, chunk, kvElem int) Memory {
+	m := Memory{Weights: weights}
+	m.KV = int64(ctx) * int64(s.FullAttention) * 2 * int64(s.KVHeads*s.HeadDim) * int64(kvElem)
+	conv := 2*s.KeyHeads*s.KeyDim + s.ValueHeads*s.ValueDim
+	perLayer := s.ValueHeads*s.KeyDim*s.ValueDim + conv*(s.ConvKernel-1)
+	m.State = 4 * int64(s.LinearAttention) * int64(perLayer)
+	attn := 3*s.Heads*s.HeadDim + 2*s.KVHeads*s.HeadDim
+	gdn := 2*conv + 2*s.ValueHeads*s.ValueDim + 2*s.ValueHeads
+	moe := s.Experts + 2*s.ExpertsPerToken*s.Hidden + 3*s.ExpertsPerToken*s.MoEIntermediate + 3*s.SharedIntermediate
+	perToken := 3*s.Hidden + max(attn, gdn, moe)
+	m.Buffers = gcHeadroom * 4 * (int64(chunk)*int64(perToken) + int64(s.Vocab))
+	return m
+}

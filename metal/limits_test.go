@@ -1,0 +1,81 @@
+package metal
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lily-engine/lily/ref"
+)
+
+// TestLowPipelineLimits runs the engine on an emulator whose router_topk and logits_topk pipelines
+// allow fewer than 1,024 threads (as a Metal pipeline that needs many registers reports): the plans
+// must size those dispatches to the limit (the emulator refuses larger ones, as Metal does), and the
+// logits and top-k must still match ref.
+func TestLowPipelineLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the kernel emulator with g++; skipped in -short")
+	}
+	ck := openTest(t, "mlx")
+	dev, err := NewEmuDeviceOptions(EmuOptions{MaxThreads: map[string]int{"router_topk": 64, "logits_topk": 96}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if n, err := dev.MaxThreads("router_topk"); err != nil || n != 64 {
+		t.Fatalf("router_topk limit %d, %v", n, err)
+	}
+	over := &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
+		Args: []Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(dims(1, 1))}}
+	if err := dev.Run([]Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
+		t.Fatalf("a dispatch over the pipeline's limit: %v", err)
+	}
+	e, err := newModel(ck.Weights, dev, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.sizes.routerLanes != 64 || e.sizes.topkLanes != 96 {
+		t.Fatalf("lanes %d/%d, want 64/96", e.sizes.routerLanes, e.sizes.topkLanes)
+	}
+	rm, err := ref.New(ck.Weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := e.newSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	ctx := context.Background()
+	p := toks(5, 256, 9)
+	want, err := rm.NewSession().Prefill(ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ms.Prefill(ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := relDiff(want, got); d > logitTol {
+		t.Fatalf("logits differ by %g of their range", d)
+	}
+	ids, _, _ := ms.Top()
+	order := make([]int32, len(want))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		switch {
+		case want[a] > want[b]:
+			return -1
+		case want[a] < want[b]:
+			return 1
+		}
+		return 0
+	})
+	if ids[0] != order[0] {
+		t.Fatalf("top-1 %d, ref's argmax %d", ids[0], order[0])
+	}
+}
