@@ -34,8 +34,7 @@ func scoreTileSIMD(s, q []float32, m, d int, keys []float32, ks, n int) {
 // both query rows; one reduce8 turns the eight accumulators into the tile's scores, stored as a
 // 4-wide vector per row. Two 16-dimension steps per pass, the key vector the FMAs' first operand
 // (Go's FMA overwrites it, so it is copied once, not the query vector three times). Needs AVX-512
-// and d a multiple of 32; leftover
-// rows and keys run as Dots.
+// and d a multiple of 32; leftover rows and keys run as Dots.
 func scoreTile2x4(s, q []float32, m, d int, keys []float32, ks, n int) {
 	if d%32 != 0 || !archsimd.X86.AVX512() {
 		for i := range m {
