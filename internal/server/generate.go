@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -36,31 +37,57 @@ func (s *Server) tokenText(id int32) string {
 	return t
 }
 
-func bytesOf(s string) []int {
-	if !utf8.ValidString(s) {
-		s = string([]rune(s))
-	}
-	b := make([]int, len(s))
-	for i := range len(s) {
-		b[i] = int(s[i])
+// tokenBytes is the token's own bytes as logprobs' `bytes` shows them: a byte token that is part
+// of a character keeps its byte, so that distinct tokens stay distinct.
+func (s *Server) tokenBytes(id int32) []int {
+	raw := s.m.Tok.TokenBytes(id)
+	b := make([]int, len(raw))
+	for i, c := range raw {
+		b[i] = int(c)
 	}
 	return b
 }
 
+// idToken is vLLM's return_tokens_as_token_ids spelling of a token.
+func idToken(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }
+
+// logprobToken is the `token` of a logprobs entry: its text, or "token_id:N" when asked.
+func (s *Server) logprobToken(id int32, asIDs bool) string {
+	if asIDs {
+		return idToken(id)
+	}
+	return s.tokenText(id)
+}
+
 // chatLogprob converts an engine token to the chat logprobs entry.
-func (s *Server) chatLogprob(t *engine.Token) TokenLogprob {
-	text := s.tokenText(t.ID)
-	e := TokenLogprob{Token: text, Logprob: t.Logprob, Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
+func (s *Server) chatLogprob(t *engine.Token, asIDs bool) TokenLogprob {
+	e := TokenLogprob{Token: s.logprobToken(t.ID, asIDs), Logprob: t.Logprob, Bytes: s.tokenBytes(t.ID), TopLogprobs: []TopLogprob{}}
 	for _, a := range t.Top {
-		at := s.tokenText(a.ID)
-		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: a.Logprob, Bytes: bytesOf(at)})
+		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: s.logprobToken(a.ID, asIDs), Logprob: a.Logprob, Bytes: s.tokenBytes(a.ID)})
 	}
 	return e
 }
 
-func usage(promptTokens int, res *engine.Result) *Usage {
-	u := &Usage{PromptTokens: promptTokens, CompletionTokens: len(res.Tokens), TotalTokens: promptTokens + len(res.Tokens)}
-	u.PromptTokensDetails = &PromptTokensDetails{CachedTokens: res.CachedTokens}
+// topKey is a token's key in the completions top_logprobs map: its text, unless its bytes are not
+// whole characters (they would show as U+FFFD) or the text is already a key; then "token_id:N", so
+// that every alternative keeps its own entry.
+func (s *Server) topKey(id int32, taken map[string]float64) string {
+	text := s.tokenText(id)
+	if _, dup := taken[text]; dup || !utf8.Valid(s.m.Tok.TokenBytes(id)) {
+		return idToken(id)
+	}
+	return text
+}
+
+// usage counts the prompt once and the tokens of every choice; cached tokens are the first
+// choice's (the others reuse the prompt the first one prefilled).
+func usage(promptTokens int, res ...*engine.Result) *Usage {
+	u := &Usage{PromptTokens: promptTokens}
+	for _, r := range res {
+		u.CompletionTokens += len(r.Tokens)
+	}
+	u.TotalTokens = promptTokens + u.CompletionTokens
+	u.PromptTokensDetails = &PromptTokensDetails{CachedTokens: res[0].CachedTokens}
 	return u
 }
 

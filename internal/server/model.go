@@ -18,6 +18,8 @@ type Tokenizer interface {
 	Token(id int32) (string, bool)
 	IsSpecial(id int32) bool
 	VocabSize() int
+	// TokenBytes is the bytes id decodes to (nil for an id no token has).
+	TokenBytes(id int32) []byte
 }
 
 // Chat renders conversations and parses model output (internal/chat through a thin adapter that

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -111,7 +112,8 @@ func New(cfg Config) (*Server, error) {
 		s.imStart = id
 	}
 	s.routes = map[string]map[string]func(http.ResponseWriter, *http.Request) error{
-		"/health":              {http.MethodGet: s.handleHealth},
+		"/health":              {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
+		"/version":             {http.MethodGet: s.handleVersion},
 		"/v1/models":           {http.MethodGet: s.handleModels},
 		"/v1/chat/completions": {http.MethodPost: s.handleChat},
 		"/v1/completions":      {http.MethodPost: s.handleCompletions},
@@ -144,6 +146,9 @@ func (s *Server) Close() error { return s.eng.Close() }
 // route dispatches on path and method; handlers return errors for writeError.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	methods, ok := s.routes[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, modelPrefix) {
+		methods, ok = map[string]func(http.ResponseWriter, *http.Request) error{http.MethodGet: s.handleModel}, true
+	}
 	var err error
 	switch {
 	case !ok:

@@ -23,13 +23,15 @@ const (
 	FirstPlain  = 3 // ids from here on are not special
 )
 
-// NewTokenizer returns the fake tokenizer: specials, think and tool tags, printable ASCII, newline, é.
+// NewTokenizer returns the fake tokenizer: specials, think and tool tags, printable ASCII, newline, é,
+// two byte tokens.
 func NewTokenizer() *Tokenizer {
 	v := []string{"<|endoftext|>", "<|im_end|>", "<|im_start|>", "<think>", "</think>", "<tool_call>", "</tool_call>"}
 	for c := byte(32); c < 127; c++ {
 		v = append(v, string(c))
 	}
-	v = append(v, "\n", "é")
+	// Two byte tokens that are parts of one character (as byte-level BPE has): each decodes as U+FFFD.
+	v = append(v, "\n", "é", "\xf0", "\x9f")
 	return &Tokenizer{vocab: v}
 }
 
@@ -58,13 +60,15 @@ func (t *Tokenizer) ID(s string) int32 {
 	return id
 }
 
+// Decode decodes ids; like the real tokenizer, an id past the vocabulary (the model's padded
+// rows) is nothing and a negative id an error.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var sb strings.Builder
 	for _, id := range ids {
-		s, ok := t.Token(id)
-		if !ok {
+		if id < 0 {
 			return "", fmt.Errorf("fake tokenizer: no token %d", id)
 		}
+		s, _ := t.Token(id)
 		if !skipSpecial || !t.IsSpecial(id) {
 			sb.WriteString(s)
 		}
@@ -88,7 +92,16 @@ func (t *Tokenizer) Token(id int32) (string, bool) {
 	return t.vocab[id], true
 }
 
-func (t *Tokenizer) IsSpecial(id int32) bool { return id < FirstPlain }
+func (t *Tokenizer) IsSpecial(id int32) bool { return id >= 0 && id < FirstPlain }
+
+// TokenBytes returns the token's bytes (nil past the vocabulary).
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	s, ok := t.Token(id)
+	if !ok {
+		return nil
+	}
+	return []byte(s)
+}
 
 type decoder struct {
 	t    *Tokenizer
