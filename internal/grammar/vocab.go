@@ -1,0 +1,165 @@
+package grammar
+
+import (
+	"bytes"
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// maxCached bounds the masks a Vocab keeps (each is V bits: 31 KB for the real vocabulary).
+const maxCached = 512
+
+// Vocab is a tokenizer's vocabulary as byte strings, sorted so that tokens sharing a prefix are
+// neighbours: the allowed set of a matcher is found in one pass that feeds each distinct prefix
+// once and skips every token under a dead prefix. It caches the set per matcher state. It is safe
+// for concurrent use.
+type Vocab struct {
+	size  int      // logits length
+	toks  [][]byte // distinct non-empty byte strings, sorted
+	ids   [][]int32
+	mu    sync.Mutex
+	cache map[string]*allowed
+}
+
+// allowed is the mask of one matcher state.
+type allowed struct {
+	bits     []uint64 // by id
+	maxAfter int      // the largest Remaining after any allowed token
+}
+
+// NewVocab indexes the tokens: tokens[id] is the bytes of id; ids with no bytes (padding rows,
+// ids left out such as special tokens) are never allowed. size is the logits length.
+func NewVocab(tokens [][]byte, size int) *Vocab {
+	v := &Vocab{size: size, cache: map[string]*allowed{}}
+	order := make([]int32, 0, len(tokens))
+	for id, t := range tokens {
+		if len(t) > 0 && id < size {
+			order = append(order, int32(id))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(tokens[a], tokens[b]) })
+	for _, id := range order {
+		if n := len(v.toks); n > 0 && bytes.Equal(v.toks[n-1], tokens[id]) {
+			v.ids[n-1] = append(v.ids[n-1], id)
+			continue
+		}
+		v.toks = append(v.toks, tokens[id])
+		v.ids = append(v.ids, []int32{id})
+	}
+	return v
+}
+
+// Size is the logits length the vocabulary masks.
+func (v *Vocab) Size() int { return v.size }
+
+// Mask sets to -Inf the logits [V] of every token that would take m out of the language or leave
+// more bytes to complete it than budget tokens can write (budget < 0: no limit). It reports
+// whether any token is allowed.
+func (v *Vocab) Mask(logits []float32, m *Matcher, budget int) bool {
+	a := v.allowedOf(m)
+	keep := a.bits
+	if budget >= 0 && a.maxAfter > budget {
+		keep = v.withinBudget(m, a, budget)
+	}
+	any := false
+	negInf := float32(math.Inf(-1))
+	for i := range logits {
+		if i >= v.size || keep[i>>6]&(1<<(i&63)) == 0 {
+			logits[i] = negInf
+		} else {
+			any = true
+		}
+	}
+	return any
+}
+
+// withinBudget filters a to the tokens after which the rest fits in budget bytes (one token
+// writes at least one byte, and every byte is a token of a byte-level vocabulary).
+func (v *Vocab) withinBudget(m *Matcher, a *allowed, budget int) []uint64 {
+	out := make([]uint64, len(a.bits))
+	for i, t := range v.toks {
+		id := v.ids[i][0]
+		if a.bits[id>>6]&(1<<(id&63)) == 0 {
+			continue
+		}
+		if m.Feed(t).Remaining() <= budget {
+			for _, id := range v.ids[i] {
+				out[id>>6] |= 1 << (id & 63)
+			}
+		}
+	}
+	return out
+}
+
+func (v *Vocab) allowedOf(m *Matcher) *allowed {
+	k := m.key()
+	v.mu.Lock()
+	a := v.cache[k]
+	v.mu.Unlock()
+	if a != nil {
+		return a
+	}
+	a = v.compute(m)
+	v.mu.Lock()
+	if len(v.cache) >= maxCached {
+		clear(v.cache)
+	}
+	v.cache[k] = a
+	v.mu.Unlock()
+	return a
+}
+
+// compute walks the sorted tokens with one matcher per prefix depth.
+func (v *Vocab) compute(m *Matcher) *allowed {
+	a := &allowed{bits: make([]uint64, (v.size+63)/64)}
+	states := []*Matcher{m}
+	var prev []byte
+	for i := 0; i < len(v.toks); {
+		t := v.toks[i]
+		d := min(commonPrefix(prev, t), len(states)-1)
+		states = states[:d+1]
+		for d < len(t) {
+			next := states[d].feedByte(t[d])
+			if next.Dead() {
+				break
+			}
+			states = append(states, next)
+			d++
+		}
+		prev = t
+		if d == len(t) {
+			for _, id := range v.ids[i] {
+				a.bits[id>>6] |= 1 << (id & 63)
+			}
+			a.maxAfter = max(a.maxAfter, states[d].Remaining())
+			i++
+			continue
+		}
+		// t[:d+1] leads nowhere: skip every token under it.
+		dead := t[:d+1]
+		for i++; i < len(v.toks) && bytes.HasPrefix(v.toks[i], dead); i++ {
+		}
+	}
+	return a
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// Count returns how many ids a mask computed for m allows (for tests and benchmarks).
+func (v *Vocab) Count(m *Matcher) int {
+	n := 0
+	for _, w := range v.allowedOf(m).bits {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
