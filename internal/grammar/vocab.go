@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // maxCached bounds the masks a Vocab keeps (each is V bits: 31 KB for the real vocabulary).
@@ -19,6 +20,7 @@ type Vocab struct {
 	size  int      // logits length
 	toks  [][]byte // distinct non-empty byte strings, sorted
 	ids   [][]int32
+	plain []bool // toks[i] is whole UTF-8 characters with no quote, backslash or control byte
 	mu    sync.Mutex
 	cache map[string]*allowed
 }
@@ -48,6 +50,10 @@ func NewVocab(tokens [][]byte, size int) *Vocab {
 		v.toks = append(v.toks, tokens[id])
 		v.ids = append(v.ids, []int32{id})
 	}
+	v.plain = make([]bool, len(v.toks))
+	for i, t := range v.toks {
+		v.plain[i] = utf8.Valid(t) && !slices.ContainsFunc(t, func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' })
+	}
 	return v
 }
 
@@ -65,11 +71,26 @@ func (v *Vocab) Mask(logits []float32, m *Matcher, budget int) bool {
 	}
 	any := false
 	negInf := float32(math.Inf(-1))
-	for i := range logits {
-		if i >= v.size || keep[i>>6]&(1<<(i&63)) == 0 {
-			logits[i] = negInf
-		} else {
+	for w := 0; w*64 < len(logits); w++ {
+		lo, hi := w*64, min(w*64+64, len(logits))
+		var word uint64
+		if w < len(keep) {
+			word = keep[w]
+		}
+		switch word {
+		case 0:
+			for i := lo; i < hi; i++ {
+				logits[i] = negInf
+			}
+		case ^uint64(0):
 			any = true
+		default:
+			any = true
+			for i := lo; i < hi; i++ {
+				if word&(1<<(i-lo)) == 0 {
+					logits[i] = negInf
+				}
+			}
 		}
 	}
 	return any
@@ -111,12 +132,50 @@ func (v *Vocab) allowedOf(m *Matcher) *allowed {
 	return a
 }
 
-// compute walks the sorted tokens with one matcher per prefix depth.
+// transparent returns, for a matcher with one thread inside a JSON string of unbounded length or
+// inside text up to a terminator (with no part of it matched), which tokens leave its state as it
+// is: those are allowed without feeding them. nil when there is no such shortcut.
+func (v *Vocab) transparent(m *Matcher) func(i int) bool {
+	if len(m.threads) != 1 || m.threads[0] == nil {
+		return nil
+	}
+	f := m.threads[0].f
+	switch n := f.n; {
+	case n.kind == kString && f.st == strBody && n.min == 0 && n.max < 0:
+		return func(i int) bool { return v.plain[i] }
+	case n.kind == kUntil && f.st == 0 && f.a == 0:
+		first := n.lit[0]
+		return func(i int) bool { return bytes.IndexByte(v.toks[i], first) < 0 }
+	}
+	return nil
+}
+
+// compute finds the tokens allowed after m: the transparent ones at once, the rest by walking the
+// sorted tokens with one matcher per prefix depth.
 func (v *Vocab) compute(m *Matcher) *allowed {
 	a := &allowed{bits: make([]uint64, (v.size+63)/64)}
+	order := make([]int, 0, len(v.toks))
+	if same := v.transparent(m); same != nil {
+		rem := m.Remaining()
+		for i := range v.toks {
+			if !same(i) {
+				order = append(order, i)
+				continue
+			}
+			for _, id := range v.ids[i] {
+				a.bits[id>>6] |= 1 << (id & 63)
+			}
+			a.maxAfter = max(a.maxAfter, rem)
+		}
+	} else {
+		for i := range v.toks {
+			order = append(order, i)
+		}
+	}
 	states := []*Matcher{m}
 	var prev []byte
-	for i := 0; i < len(v.toks); {
+	for k := 0; k < len(order); {
+		i := order[k]
 		t := v.toks[i]
 		d := min(commonPrefix(prev, t), len(states)-1)
 		states = states[:d+1]
@@ -134,12 +193,12 @@ func (v *Vocab) compute(m *Matcher) *allowed {
 				a.bits[id>>6] |= 1 << (id & 63)
 			}
 			a.maxAfter = max(a.maxAfter, states[d].Remaining())
-			i++
+			k++
 			continue
 		}
 		// t[:d+1] leads nowhere: skip every token under it.
 		dead := t[:d+1]
-		for i++; i < len(v.toks) && bytes.HasPrefix(v.toks[i], dead); i++ {
+		for k++; k < len(order) && bytes.HasPrefix(v.toks[order[k]], dead); k++ {
 		}
 	}
 	return a
