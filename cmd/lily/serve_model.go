@@ -9,6 +9,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/chat"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 	"github.com/lily-engine/lily/internal/server"
 	"github.com/lily-engine/lily/internal/tokenizer"
 )
@@ -70,4 +71,8 @@ func toServerDeltas(ds []chat.Delta) []server.Delta {
 		}
 	}
 	return out
+}
+
+func (chatFormat) ToolCallGrammar(tools json.RawMessage, name string, parallel bool) (*grammar.Node, error) {
+	return chat.ToolCallGrammar(tools, name, parallel)
 }

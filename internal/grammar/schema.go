@@ -33,17 +33,22 @@ var annotations = map[string]bool{
 // const, items with minItems/maxItems, minLength/maxLength, anyOf, nullable, and an empty schema
 // (any value). Any other keyword is an error, so that no constraint is silently dropped.
 func FromSchema(schema []byte) (*Grammar, error) {
+	n, err := SchemaNode(schema)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(n)
+}
+
+// SchemaNode is FromSchema's node, for use inside a larger grammar (a tool call's arguments).
+func SchemaNode(schema []byte) (*Node, error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return nil, &SchemaError{Message: "not JSON: " + err.Error()}
 	}
-	n, err := schemaNode(v, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	return Compile(n)
+	return schemaNode(v, "", 0)
 }
 
 // maxSchemaDepth bounds schema nesting.

@@ -18,6 +18,7 @@ const maxCached = 512
 // for concurrent use.
 type Vocab struct {
 	size  int      // logits length
+	byID  [][]byte // id → bytes (nil: never allowed)
 	toks  [][]byte // distinct non-empty byte strings, sorted
 	ids   [][]int32
 	plain []bool // toks[i] is whole UTF-8 characters with no quote, backslash or control byte
@@ -34,7 +35,7 @@ type allowed struct {
 // NewVocab indexes the tokens: tokens[id] is the bytes of id; ids with no bytes (padding rows,
 // ids left out such as special tokens) are never allowed. size is the logits length.
 func NewVocab(tokens [][]byte, size int) *Vocab {
-	v := &Vocab{size: size, cache: map[string]*allowed{}}
+	v := &Vocab{size: size, byID: tokens, cache: map[string]*allowed{}}
 	order := make([]int32, 0, len(tokens))
 	for id, t := range tokens {
 		if len(t) > 0 && id < size {
@@ -55,6 +56,14 @@ func NewVocab(tokens [][]byte, size int) *Vocab {
 		v.plain[i] = utf8.Valid(t) && !slices.ContainsFunc(t, func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' })
 	}
 	return v
+}
+
+// Bytes returns the bytes of id (nil for an id never allowed).
+func (v *Vocab) Bytes(id int32) []byte {
+	if id < 0 || int(id) >= len(v.byID) {
+		return nil
+	}
+	return v.byID[id]
 }
 
 // Size is the logits length the vocabulary masks.

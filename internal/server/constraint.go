@@ -26,6 +26,10 @@ func (c *endAfter) Accept(id int32) error {
 	return nil
 }
 
+var negInf = math.Inf(-1)
+
+func isStop(id int32, stops []int32) bool { return slices.Contains(stops, id) }
+
 // onlyStops masks every id but the stop ids. logits: [V].
 func onlyStops(logits []float32, stops []int32) error {
 	ok := false

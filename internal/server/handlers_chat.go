@@ -129,7 +129,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	}
 	turns := make([]*chatTurn, g.x.n)
 	for i := range turns {
-		parser, err := s.m.Chat.NewParser(tp.parserTools(), thinking)
+		parser, err := s.m.Chat.NewParser(tp.parserTools(g.x.format != nil), thinking)
 		if err != nil {
 			return &TemplateError{Err: err}
 		}

@@ -107,7 +107,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) error
 			return &ParamError{Param: "prompt", Message: err.Error()}
 		}
 	}
-	fresh, err := s.constraint(g.x.format, nil)
+	fresh, err := s.constraint(g.x.format, er.StopIDs)
 	if err != nil {
 		return err
 	}
@@ -168,14 +168,14 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) error
 
 // choiceRequest returns the request of choice i: a copy of er with its own decoder and constraint
 // and, when a seed is set, seed+i, so that the choices differ and stay reproducible.
-func (s *Server) choiceRequest(er *engine.Request, i int, x extraParams, fresh func() engine.Constraint) *engine.Request {
+func (s *Server) choiceRequest(er *engine.Request, i int, x extraParams, fresh func(*engine.Request) engine.Constraint) *engine.Request {
 	c := *er
 	c.Decoder = s.m.NewDecoder(x.skipSpecial)
 	if c.Sampling.HasSeed {
 		c.Sampling.Seed += uint64(i)
 	}
 	if fresh != nil {
-		c.Constraint = fresh()
+		c.Constraint = fresh(&c)
 	}
 	return &c
 }

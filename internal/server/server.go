@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 )
 
 // Config configures a Server. Zero values take the defaults documented on each field.
@@ -57,7 +59,10 @@ type Server struct {
 	defaults engine.Sampling
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
-	handler  http.Handler
+	// The tokenizer's byte strings for structured output, built on first use.
+	vocabOnce sync.Once
+	gvocab    *grammar.Vocab
+	handler   http.Handler
 }
 
 // New checks cfg and returns a server.

@@ -91,9 +91,9 @@ func parseTools(tools, choice json.RawMessage, parallel *bool) (*toolPolicy, err
 }
 
 // parserTools is the tools the output parser recognizes: none under tool_choice "none", so that
-// no tool call can come out.
-func (tp *toolPolicy) parserTools() json.RawMessage {
-	if tp.mode == toolNone {
+// no tool call can come out, nor for a structured answer (response_format), which is content.
+func (tp *toolPolicy) parserTools(structured bool) json.RawMessage {
+	if tp.mode == toolNone || structured && tp.mode != toolRequired && tp.mode != toolNamed {
 		return nil
 	}
 	return tp.tools

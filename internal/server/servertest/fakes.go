@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 	"github.com/lily-engine/lily/internal/server"
 )
 
@@ -146,7 +147,8 @@ func (Chat) Render(messages, tools json.RawMessage, opt server.RenderOptions) (s
 }
 
 func (Chat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, error) {
-	p := &parser{mode: "content"}
+	t := strings.TrimSpace(string(tools))
+	p := &parser{mode: "content", tools: t != "" && t != "null" && t != "[]"}
 	if thinking {
 		p.mode = "reasoning"
 	}
@@ -154,6 +156,7 @@ func (Chat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, erro
 }
 
 type parser struct {
+	tools bool   // tool calls are parsed only for a request with tools, as internal/chat does
 	mode  string // reasoning, content, tool
 	buf   string
 	calls int
@@ -191,6 +194,11 @@ func (p *parser) Add(chunk string) []server.Delta {
 			}
 			tag := "</think>"
 			if p.mode == "content" {
+				if !p.tools {
+					out = append(out, p.emit(p.buf))
+					p.buf = ""
+					return out
+				}
 				tag = "<tool_call>"
 			}
 			if i := strings.Index(p.buf, tag); i >= 0 {
@@ -240,4 +248,38 @@ func (p *parser) Finish() []server.Delta {
 	d := p.emit(p.buf)
 	p.buf = ""
 	return []server.Delta{d}
+}
+
+// ToolCallGrammar is the fake format's answer of tool calls only:
+// <tool_call>{"name":NAME,"arguments":ARGS}</tool_call>, ARGS following the tool's parameters.
+func (Chat) ToolCallGrammar(tools json.RawMessage, name string, parallel bool) (*grammar.Node, error) {
+	var list []struct {
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(tools, &list); err != nil {
+		return nil, err
+	}
+	var alts []*grammar.Node
+	for _, t := range list {
+		if name != "" && t.Function.Name != name {
+			continue
+		}
+		args := grammar.AnyObject()
+		if len(t.Function.Parameters) > 0 {
+			var err error
+			if args, err = grammar.SchemaNode(t.Function.Parameters); err != nil {
+				return nil, err
+			}
+		}
+		key, _ := json.Marshal(t.Function.Name)
+		alts = append(alts, grammar.Seq(grammar.Lit(`<tool_call>{"name":`+string(key)+`,"arguments":`), args, grammar.Lit("}</tool_call>")))
+	}
+	calls := grammar.Alt(alts...)
+	if parallel {
+		return grammar.Seq(calls, grammar.Star(calls)), nil
+	}
+	return calls, nil
 }
