@@ -70,13 +70,16 @@ func (v *Vocab) Bytes(id int32) []byte {
 func (v *Vocab) Size() int { return v.size }
 
 // Mask sets to -Inf the logits [V] of every token that would take m out of the language or leave
-// more bytes to complete it than budget tokens can write (budget < 0: no limit). It reports
-// whether any token is allowed.
+// more bytes to complete it than budget tokens can write (budget < 0: no limit; when no token
+// fits the budget, which counts one byte per token, the budget is dropped rather than the text).
+// It reports whether any token is allowed.
 func (v *Vocab) Mask(logits []float32, m *Matcher, budget int) bool {
 	a := v.allowedOf(m)
 	keep := a.bits
 	if budget >= 0 && a.maxAfter > budget {
-		keep = v.withinBudget(m, a, budget)
+		if within := v.withinBudget(m, a, budget); slices.ContainsFunc(within, func(w uint64) bool { return w != 0 }) {
+			keep = within
+		}
 	}
 	any := false
 	negInf := float32(math.Inf(-1))
