@@ -70,10 +70,10 @@ func TestFixtureStructuredOutput(t *testing.T) {
 		"required":["name","age"],"additionalProperties":false}`)
 	for seed := range 12 {
 		code, out := postJSON(t, hs.URL+"/v1/chat/completions", map[string]any{
-			"messages": []map[string]string{{"role": "user", "content": "Describe a person."}},
+			"messages":    []map[string]string{{"role": "user", "content": "Describe a person."}},
 			"temperature": 1, "top_k": 0, "top_p": 1, "seed": seed, "max_tokens": 48,
 			"chat_template_kwargs": map[string]bool{"enable_thinking": seed%2 == 0},
-			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "p", "strict": true, "schema": schema}},
+			"response_format":      map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "p", "strict": true, "schema": schema}},
 		})
 		var r fixtureReply
 		if err := json.Unmarshal(out, &r); code != 200 || err != nil {
