@@ -206,3 +206,32 @@ func TestOpsEndpoints(t *testing.T) {
 		t.Fatalf("/version: %d %s", code, body)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	e := servertest.New(t)
+	e.Script("hello")
+	for range 2 {
+		if code, body := e.Post("/v1/chat/completions", `{`+userHi+`}`); code != 200 {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	e.Post("/v1/chat/completions", `{"messages":[]}`)
+	code, hdr, body := e.Do("GET", "/metrics", "")
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		t.Fatalf("%d %v", code, hdr)
+	}
+	for _, want := range []string{
+		`lily_requests_total{route="/v1/chat/completions",status="200"} 2`,
+		`lily_requests_total{route="/v1/chat/completions",status="400"} 1`,
+		"lily_generation_tokens_total 12", // twice "hello" and <|im_end|>, one token a character
+		"lily_prompt_cache_hits_total 1",
+		`lily_time_to_first_token_seconds_bucket{le="+Inf"} 2`,
+		"lily_time_to_first_token_seconds_count 2",
+		"lily_queue_waiting 0",
+		"# TYPE lily_decode_tokens_per_second gauge",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %q in\n%s", want, body)
+		}
+	}
+}

@@ -14,7 +14,18 @@ func (s *Server) generate(ctx context.Context, t *ticket, r *engine.Request, emi
 	if err := t.wait(ctx); err != nil {
 		return nil, err
 	}
-	return s.eng.Generate(ctx, r, emit)
+	tm := s.metrics.begin(len(r.Prompt))
+	res, err := s.eng.Generate(ctx, r, func(st engine.Step) error {
+		if st.Token != nil {
+			tm.step()
+		}
+		if emit == nil {
+			return nil
+		}
+		return emit(st)
+	})
+	tm.done(res)
+	return res, err
 }
 
 // lastIndex returns the position of the last id in ids, or 0 when absent (the engine's default).

@@ -59,6 +59,7 @@ type Server struct {
 	defaults engine.Sampling
 	log      *slog.Logger
 	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
+	metrics  *metrics
 	// The tokenizer's byte strings for structured output, built on first use.
 	vocabOnce sync.Once
 	gvocab    *grammar.Vocab
@@ -74,7 +75,7 @@ func New(cfg Config) (*Server, error) {
 	if m.Name == "" {
 		m.Name = "Qwen3.6-35B-A3B"
 	}
-	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1}
+	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1, metrics: newMetrics()}
 	s.ctx = m.Backend.MaxContext()
 	if cfg.CtxSize > 0 && cfg.CtxSize < s.ctx {
 		s.ctx = cfg.CtxSize
@@ -119,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	s.routes = map[string]map[string]func(http.ResponseWriter, *http.Request) error{
 		"/health":              {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
 		"/version":             {http.MethodGet: s.handleVersion},
+		"/metrics":             {http.MethodGet: s.handleMetrics},
 		"/v1/models":           {http.MethodGet: s.handleModels},
 		"/v1/chat/completions": {http.MethodPost: s.handleChat},
 		"/v1/completions":      {http.MethodPost: s.handleCompletions},
