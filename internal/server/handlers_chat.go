@@ -73,69 +73,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	maxTok, maxParam := req.MaxTokens, "max_tokens"
-	if req.MaxCompletionTokens != nil {
-		maxTok, maxParam = req.MaxCompletionTokens, "max_completion_tokens"
-	}
-	g, err := s.params(&req.SamplingParams, maxTok, maxParam, 1)
+	job, err := s.prepareChat(&req)
 	if err != nil {
 		return err
 	}
-	if err := checkMessages(req.Messages); err != nil {
-		return err
-	}
-	if err := checkParts(req.Messages); err != nil {
-		return err
-	}
-	tp, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls)
-	if err != nil {
-		return err
-	}
-	top := 0
-	if req.TopLogprobs != nil {
-		if *req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs {
-			return &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
-		}
-		top = *req.TopLogprobs
-	}
-	opt, err := chatOptions(req.ChatTemplateKwargs)
-	if err != nil {
-		return err
-	}
-	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
-	if err != nil {
-		return &TemplateError{Err: err}
-	}
-	er := &engine.Request{
-		Prompt:      s.m.Tok.Encode(text),
-		Stop:        g.stop,
-		Sampling:    g.sampling,
-		Logprobs:    req.Logprobs,
-		TopLogprobs: top,
-	}
-	s.apply(er, g.x)
-	er.LogitBias = s.ban(tp, er.LogitBias)
-	if s.imStart >= 0 {
-		// Cache up to the last turn's start: the history re-renders identically next time.
-		er.CachePrefix = lastIndex(er.Prompt, s.imStart)
-	}
-	if err := s.fit(er, g, 1); err != nil {
-		return err
-	}
-	thinking := opt.EnableThinking == nil || *opt.EnableThinking
-	fresh, err := s.chatConstraint(g.x.format, tp, thinking, er.StopIDs)
-	if err != nil {
-		return err
-	}
-	turns := make([]*chatTurn, g.x.n)
-	for i := range turns {
-		parser, err := s.m.Chat.NewParser(tp.parserTools(g.x.format != nil), thinking)
-		if err != nil {
-			return &TemplateError{Err: err}
-		}
-		turns[i] = &chatTurn{s: s, index: i, parser: parser, callPos: map[int]int{}, er: s.choiceRequest(er, i, g.x, fresh),
-			maxCalls: maxCalls(tp)}
-	}
+	g, er, turns := job.g, job.er, job.turns
 	t, err := s.q.join()
 	if err != nil {
 		return err
@@ -178,6 +120,82 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	resp.Object, resp.Usage = "chat.completion", usage(len(er.Prompt), results...)
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// chatJob is a validated chat request ready to run: one turn per choice.
+type chatJob struct {
+	g     genParams
+	er    *engine.Request
+	turns []*chatTurn
+}
+
+// prepareChat validates a chat request, renders and encodes its prompt, and sets up each choice's
+// request, constraint and parser. The Responses and Messages APIs map onto it.
+func (s *Server) prepareChat(req *ChatRequest) (*chatJob, error) {
+	maxTok, maxParam := req.MaxTokens, "max_tokens"
+	if req.MaxCompletionTokens != nil {
+		maxTok, maxParam = req.MaxCompletionTokens, "max_completion_tokens"
+	}
+	g, err := s.params(&req.SamplingParams, maxTok, maxParam, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	if err := checkParts(req.Messages); err != nil {
+		return nil, err
+	}
+	tp, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls)
+	if err != nil {
+		return nil, err
+	}
+	top := 0
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs {
+			return nil, &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
+		}
+		top = *req.TopLogprobs
+	}
+	opt, err := chatOptions(req.ChatTemplateKwargs)
+	if err != nil {
+		return nil, err
+	}
+	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
+	if err != nil {
+		return nil, &TemplateError{Err: err}
+	}
+	er := &engine.Request{
+		Prompt:      s.m.Tok.Encode(text),
+		Stop:        g.stop,
+		Sampling:    g.sampling,
+		Logprobs:    req.Logprobs,
+		TopLogprobs: top,
+	}
+	s.apply(er, g.x)
+	er.LogitBias = s.ban(tp, er.LogitBias)
+	if s.imStart >= 0 {
+		// Cache up to the last turn's start: the history re-renders identically next time.
+		er.CachePrefix = lastIndex(er.Prompt, s.imStart)
+	}
+	if err := s.fit(er, g, 1); err != nil {
+		return nil, err
+	}
+	thinking := opt.EnableThinking == nil || *opt.EnableThinking
+	fresh, err := s.chatConstraint(g.x.format, tp, thinking, er.StopIDs)
+	if err != nil {
+		return nil, err
+	}
+	turns := make([]*chatTurn, g.x.n)
+	for i := range turns {
+		parser, err := s.m.Chat.NewParser(tp.parserTools(g.x.format != nil), thinking)
+		if err != nil {
+			return nil, &TemplateError{Err: err}
+		}
+		turns[i] = &chatTurn{s: s, index: i, parser: parser, callPos: map[int]int{}, er: s.choiceRequest(er, i, g.x, fresh),
+			maxCalls: maxCalls(tp)}
+	}
+	return &chatJob{g: g, er: er, turns: turns}, nil
 }
 
 // maxCalls is the most tool calls a turn may keep: one when parallel_tool_calls is false.

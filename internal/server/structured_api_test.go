@@ -84,7 +84,8 @@ func TestToolChoiceForced(t *testing.T) {
 		code, out := e.Post("/v1/chat/completions", fmt.Sprintf(`{%s%s,"tool_choice":%s,"temperature":1.5,"top_k":0,"seed":%d,"max_tokens":60,
 			"parallel_tool_calls":%v}`, userHi, tools, choice, seed, seed%3 == 0))
 		c := decodeChat(t, out).Choices[0]
-		if code != 200 || len(c.Message.ToolCalls) == 0 || str(c.FinishReason) != "tool_calls" {
+		// With parallel calls the random model may go on calling until max_tokens ("length").
+		if code != 200 || len(c.Message.ToolCalls) == 0 || str(c.FinishReason) != "tool_calls" && (seed%3 != 0 || str(c.FinishReason) != "length") {
 			t.Fatalf("seed %d: %d %s", seed, code, out)
 		}
 		if seed%3 != 0 && len(c.Message.ToolCalls) != 1 {
