@@ -39,7 +39,8 @@ FUZZTIME ?= 30s
 FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHeader \
 	./internal/checkpoint:FuzzParseConfig ./internal/tokenizer:FuzzParse ./internal/tokenizer:FuzzRoundTrip \
 	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
-	./internal/server:FuzzDecodeChatRequest ./internal/grammar:FuzzFromSchema
+	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest \
+	./internal/server:FuzzDecodeResponsesRequest ./internal/grammar:FuzzFromSchema
 
 # Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:

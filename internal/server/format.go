@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -147,8 +146,8 @@ type grammarConstraint struct {
 }
 
 // errNoToken: no token of the vocabulary can continue the text (the grammar needs a byte that no
-// token has).
-var errNoToken = errors.New("no token continues the structured output")
+// token has): the request asked for output the model cannot write.
+var errNoToken = &ParamError{Param: "response_format", Message: "no token of the vocabulary continues the output the grammar allows"}
 
 func (c *grammarConstraint) Mask(logits []float32) error {
 	left := c.maxTokens - c.generated // tokens left, this one included

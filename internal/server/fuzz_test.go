@@ -44,6 +44,46 @@ func FuzzDecodeChatRequest(f *testing.F) {
 	})
 }
 
+// FuzzDecodeCompletionRequest does the same for completions, with the sampling controls.
+func FuzzDecodeCompletionRequest(f *testing.F) {
+	fuzzRoute(f, "/v1/completions", []string{
+		`{"prompt":"hi","n":2,"logit_bias":{"5":3},"min_tokens":1,"stop_token_ids":[7],"ignore_eos":true}`,
+		`{"prompt":[5,6],"echo":true,"logprobs":3,"return_tokens_as_token_ids":true,"repetition_penalty":1.2}`,
+		`{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"a":{"enum":[1,"b"]}}}}}}`,
+		`{"prompt":"x","response_format":{"type":"json_object"},"max_tokens":9}`, `{"prompt":"x","suffix":"y","best_of":3}`,
+	})
+}
+
+// FuzzDecodeResponsesRequest does the same for the Responses API.
+func FuzzDecodeResponsesRequest(f *testing.F) {
+	fuzzRoute(f, "/v1/responses", []string{
+		`{"input":"hi","instructions":"be brief","max_output_tokens":8}`,
+		`{"input":[{"role":"user","content":[{"type":"input_text","text":"x"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}],"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`,
+		`{"input":"x","stream":true,"text":{"format":{"type":"json_schema","name":"a","schema":{"type":"integer"}}}}`,
+		`{"input":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"r"}]}],"previous_response_id":"resp_x"}`,
+	})
+}
+
+func fuzzRoute(f *testing.F, path string, seeds []string) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		e := newFuzzServer(t)
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(body)))
+		if rec.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body.String())
+		}
+		if rec.Code >= 400 {
+			var er server.ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error.Message == "" {
+				t.Fatalf("status %d without an error envelope: %s", rec.Code, rec.Body.String())
+			}
+		}
+	})
+}
+
 func newFuzzServer(t *testing.T) *server.Server {
 	t.Helper()
 	e := servertest.New(t, func(c *server.Config) { c.CtxSize = 64 })

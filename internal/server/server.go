@@ -49,17 +49,18 @@ type Config struct {
 // Server answers the HTTP API. It is safe for concurrent use: requests are admitted one at a time
 // to the engine through a bounded FIFO.
 type Server struct {
-	cfg      Config
-	m        Model
-	eng      *engine.Engine
-	q        *queue
-	ctx      int
-	stopIDs  []int32
-	imStart  int32 // -1 when the tokenizer lacks it
-	defaults engine.Sampling
-	log      *slog.Logger
-	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
-	metrics  *metrics
+	cfg       Config
+	m         Model
+	eng       *engine.Engine
+	q         *queue
+	ctx       int
+	stopIDs   []int32
+	imStart   int32 // -1 when the tokenizer lacks it
+	defaults  engine.Sampling
+	log       *slog.Logger
+	routes    map[string]map[string]func(http.ResponseWriter, *http.Request) error
+	metrics   *metrics
+	responses *responseStore // conversations for previous_response_id
 	// The tokenizer's byte strings for structured output, built on first use.
 	vocabOnce sync.Once
 	gvocab    *grammar.Vocab
@@ -75,7 +76,8 @@ func New(cfg Config) (*Server, error) {
 	if m.Name == "" {
 		m.Name = "Qwen3.6-35B-A3B"
 	}
-	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1, metrics: newMetrics()}
+	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1, metrics: newMetrics(),
+		responses: newResponseStore()}
 	s.ctx = m.Backend.MaxContext()
 	if cfg.CtxSize > 0 && cfg.CtxSize < s.ctx {
 		s.ctx = cfg.CtxSize
@@ -121,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 		"/health":              {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
 		"/version":             {http.MethodGet: s.handleVersion},
 		"/metrics":             {http.MethodGet: s.handleMetrics},
+		"/v1/responses":        {http.MethodPost: s.handleResponses},
 		"/v1/models":           {http.MethodGet: s.handleModels},
 		"/v1/chat/completions": {http.MethodPost: s.handleChat},
 		"/v1/completions":      {http.MethodPost: s.handleCompletions},
