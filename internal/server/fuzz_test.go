@@ -64,6 +64,40 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 	})
 }
 
+// FuzzDecodeMessagesRequest does the same for the Anthropic Messages API (its errors use
+// Anthropic's envelope, checked by fuzzAnthropic).
+func FuzzDecodeMessagesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"max_tokens":8,"system":"s","messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":8,"stream":true,"thinking":{"type":"enabled"},"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+		`{"max_tokens":8,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true},"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"r"}]}]}]}`,
+		`{"messages":[]}`, `{"max_tokens":1,"messages":[{"role":"user","content":[{"type":"image"}]}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		e := newFuzzServer(t)
+		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("POST", path, strings.NewReader(body))
+			req.Host = "localhost" // past the DNS-rebinding guard, to the decoder
+			e.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: status %d for %q: %s", path, rec.Code, body, rec.Body.String())
+			}
+			if rec.Code >= 400 {
+				var er struct {
+					Type  string
+					Error struct{ Message string }
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Type != "error" || er.Error.Message == "" {
+					t.Fatalf("%s: status %d without Anthropic's error envelope: %s", path, rec.Code, rec.Body.String())
+				}
+			}
+		}
+	})
+}
+
 func fuzzRoute(f *testing.F, path string, seeds []string) {
 	for _, s := range seeds {
 		f.Add(s)
@@ -71,7 +105,9 @@ func fuzzRoute(f *testing.F, path string, seeds []string) {
 	f.Fuzz(func(t *testing.T, body string) {
 		e := newFuzzServer(t)
 		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(body)))
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req.Host = "localhost" // past the DNS-rebinding guard, to the decoder
+		e.ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body.String())
 		}

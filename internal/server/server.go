@@ -120,15 +120,17 @@ func New(cfg Config) (*Server, error) {
 		s.imStart = id
 	}
 	s.routes = map[string]map[string]func(http.ResponseWriter, *http.Request) error{
-		"/health":              {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
-		"/version":             {http.MethodGet: s.handleVersion},
-		"/metrics":             {http.MethodGet: s.handleMetrics},
-		"/v1/responses":        {http.MethodPost: s.handleResponses},
-		"/v1/models":           {http.MethodGet: s.handleModels},
-		"/v1/chat/completions": {http.MethodPost: s.handleChat},
-		"/v1/completions":      {http.MethodPost: s.handleCompletions},
-		"/tokenize":            {http.MethodPost: s.handleTokenize},
-		"/detokenize":          {http.MethodPost: s.handleDetokenize},
+		"/health":                   {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
+		"/version":                  {http.MethodGet: s.handleVersion},
+		"/metrics":                  {http.MethodGet: s.handleMetrics},
+		"/v1/responses":             {http.MethodPost: s.handleResponses},
+		"/v1/messages":              {http.MethodPost: s.handleMessages},
+		"/v1/messages/count_tokens": {http.MethodPost: s.handleCountTokens},
+		"/v1/models":                {http.MethodGet: s.handleModels},
+		"/v1/chat/completions":      {http.MethodPost: s.handleChat},
+		"/v1/completions":           {http.MethodPost: s.handleCompletions},
+		"/tokenize":                 {http.MethodPost: s.handleTokenize},
+		"/detokenize":               {http.MethodPost: s.handleDetokenize},
 	}
 	s.handler = s.middleware(http.HandlerFunc(s.route))
 	return s, nil
