@@ -152,7 +152,7 @@ var errNoToken = &ParamError{Param: "response_format", Message: "no token of the
 func (c *grammarConstraint) Mask(logits []float32) error {
 	left := c.maxTokens - c.generated // tokens left, this one included
 	if c.thinking {
-		if left <= c.g.MinLen()+2 {
+		if left <= c.g.MinLen()+3 { // </think>, the shortest answer and a stop token
 			keep := logits[c.thinkEnd]
 			for i := range logits {
 				logits[i] = float32(negInf)
@@ -173,7 +173,9 @@ func (c *grammarConstraint) Mask(logits []float32) error {
 			saved[i] = logits[id]
 		}
 	}
-	any := c.v.Mask(logits, c.m, left-1)
+	// The rest must fit in the tokens left after this one, less one for a stop token, so that a
+	// complete answer ends with "stop" rather than "length".
+	any := c.v.Mask(logits, c.m, max(left-2, 0))
 	if c.m.Complete() {
 		for i, id := range c.stops {
 			if int(id) < len(logits) {

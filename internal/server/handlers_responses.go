@@ -28,8 +28,8 @@ type OutputItem struct {
 	ID        string        `json:"id"`
 	Status    string        `json:"status,omitempty"`
 	Role      string        `json:"role,omitempty"`
-	Content   []ContentPart `json:"content,omitempty"`
-	Summary   []ContentPart `json:"summary,omitempty"`
+	Content   []ContentPart `json:"content,omitzero"` // present (maybe empty) on messages and reasoning
+	Summary   []ContentPart `json:"summary,omitzero"`
 	CallID    string        `json:"call_id,omitempty"`
 	Name      string        `json:"name,omitempty"`
 	Arguments *string       `json:"arguments,omitempty"`
