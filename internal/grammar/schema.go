@@ -282,7 +282,7 @@ func objectNode(s map[string]any, path string, depth int) (*Node, error) {
 			required[name] = true
 		}
 	}
-	names := orderedKeys(s, props)
+	names := orderedKeys(props)
 	var list []Property
 	for _, name := range names {
 		v, err := schemaNode(props[name], path+"/properties/"+strings.ReplaceAll(name, "/", "~1"), depth+1)
@@ -296,7 +296,7 @@ func objectNode(s map[string]any, path string, depth int) (*Node, error) {
 
 // orderedKeys is the property names in sorted order (Go maps lose the schema's order; a fixed
 // order keeps generation reproducible).
-func orderedKeys(_ map[string]any, props map[string]any) []string {
+func orderedKeys(props map[string]any) []string {
 	names := make([]string, 0, len(props))
 	for k := range props {
 		names = append(names, k)

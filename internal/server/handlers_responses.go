@@ -106,7 +106,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	rs.finish(turn, res, len(job.er.Prompt))
+	rs.finish(res, len(job.er.Prompt))
 	s.responses.put(rs.resp.ID, append(conv, turnMessage(turn)))
 	if req.Stream {
 		rs.event("response.completed", map[string]any{"response": rs.resp})

@@ -139,7 +139,7 @@ func (rs *responseStream) delta(d ChatDelta) error {
 }
 
 // finish closes the output and sets the status and usage.
-func (rs *responseStream) finish(turn *chatTurn, res *engine.Result, prompt int) {
+func (rs *responseStream) finish(res *engine.Result, prompt int) {
 	_ = rs.close()
 	rs.resp.Status = "completed"
 	if res.Finish == engine.FinishLength {
