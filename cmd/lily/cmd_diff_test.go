@@ -68,6 +68,7 @@ func TestDiffNamesInjectedError(t *testing.T) {
 	if want := "first divergence: L4.deltanet.out at position 7 (decode 2)"; !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
+	t.Log(out.String())
 }
 
 func TestDiffUsage(t *testing.T) {
