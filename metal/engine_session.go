@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/lily-engine/lily/internal/trace"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
@@ -29,9 +31,10 @@ type Session struct {
 	topIDs  []int32
 	topVals []float32
 	lse     float32
-	cs      []float32 // one position's RoPE cos | sin: [2·rot/2]
-	inbuf   []byte    // staging for per-call inputs
-	outbuf  []byte    // staging for readback
+	cs      []float32      // one position's RoPE cos | sin: [2·rot/2]
+	inbuf   []byte         // staging for per-call inputs
+	outbuf  []byte         // staging for readback
+	obs     trace.Observer // nil: no observation (engine_trace.go)
 }
 
 func (e *Model) newSession() (*Session, error) {
@@ -156,13 +159,14 @@ func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
 		return nil, err
 	}
-	if err := s.e.dev.Run(s.decodePlan()); err != nil {
+	if err := s.run(s.decodePlan(), s.pos); err != nil {
 		return nil, fmt.Errorf("metal: decode at %d: %w", s.pos, err)
 	}
 	s.pos++
 	if err := s.readback(); err != nil {
 		return nil, err
 	}
+	s.observeLogits()
 	return s.logits, nil
 }
 

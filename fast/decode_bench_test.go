@@ -1,0 +1,55 @@
+package fast_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lily-engine/lily/fast"
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
+
+// BenchmarkDecode is one decode step of fixture tiny-a (8 layers, hidden 128) after a 16-token
+// prompt on one worker, nothing observing: the smallest model, where a per-layer cost weighs most. Built from
+// two commits, it compares them (the README's A/B protocol for the trace hooks).
+func BenchmarkDecode(b *testing.B) {
+	ck, err := checkpoint.Open("../fixtures/models/tiny-a/mlx")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: 1 << 16, Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	prompt := make([]int32, 16)
+	for i := range prompt {
+		prompt[i] = int32(100 * i)
+	}
+	if _, err := s.Prefill(ctx, prompt, nil); err != nil {
+		b.Fatal(err)
+	}
+	sn, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if i%1024 == 1023 { // stay at a short context
+			b.StopTimer()
+			if err := s.Restore(sn); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if _, err := s.Decode(ctx, int32(i%4000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
