@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +93,24 @@ func TestDiffUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if rc := runDiff([]string{"--model", diffModel, "--prompt-ids", "999999"}, &out, &errb, nil); rc != 1 || !strings.Contains(errb.String(), "999999") {
 		t.Errorf("out-of-vocabulary id: rc %d, stderr %q", rc, errb.String())
+	}
+}
+
+// TestDiffMetalEmuPasses runs lily diff --backend metal-emu (the Metal engine on the CPU emulator):
+// every point within budget, prefill and a decode step.
+func TestDiffMetalEmuPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the kernels for the CPU emulator with g++ (~15 s); skipped in -short")
+	}
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("the Metal kernel emulator needs g++, which is not installed")
+	}
+	var out, errb bytes.Buffer
+	args := []string{"--model", diffModel, "--backend", "metal-emu", "--prompt-ids", "9,1000,42,7,3000,15", "--decode", "2"}
+	if rc := runDiff(args, &out, &errb, nil); rc != 0 {
+		t.Fatalf("rc %d\n%s%s", rc, out.String(), errb.String())
+	}
+	if want := "metal-emu against ref"; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "every point within its budget") {
+		t.Errorf("report:\n%s", out.String())
 	}
 }
