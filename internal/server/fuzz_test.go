@@ -111,6 +111,7 @@ func FuzzDecodeMessagesRequest(f *testing.F) {
 func checkFuzzAnswer(t *testing.T, e *server.Server, path, body string) {
 	t.Helper()
 	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Host = "localhost"                             // else the DNS-rebinding guard answers 403
 	req.Header.Set("Content-Type", "application/json") // else every body is a 415
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, req)
@@ -122,8 +123,8 @@ func checkFuzzAnswer(t *testing.T, e *server.Server, path, body string) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Error.Message == "" {
 			t.Fatalf("%s: status %d without an error envelope: %s", path, rec.Code, rec.Body.String())
 		}
-		if rec.Code == http.StatusUnsupportedMediaType {
-			t.Fatalf("%s: 415 for a JSON request", path)
+		if rec.Code == http.StatusUnsupportedMediaType || rec.Code == http.StatusForbidden {
+			t.Fatalf("%s: %d: the request never reached the decoder", path, rec.Code)
 		}
 	} else if rec.Code != http.StatusOK {
 		t.Fatalf("%s: status %d", path, rec.Code)
