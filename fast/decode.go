@@ -149,11 +149,16 @@ func (m *Model) plainVecs(jobs []vecJob) {
 // decodeStep runs every layer for the token whose embedding is in dec.h, at position s.pos.
 func (s *Session) decodeStep(ctx context.Context) error {
 	m, b := s.m, s.dec
+	s.observeEmbed(b.h, 1)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		l := &m.layers[li]
+		if s.obs != nil {
+			s.decodeLayerObserved(li, l)
+			continue
+		}
 		rmsNorm(b.h, l.inNorm, b.a, m.eps())
 		if l.kind == checkpoint.LinearAttention {
 			s.gdnDecode(li, l)
@@ -171,6 +176,7 @@ func (s *Session) decodeStep(ctx context.Context) error {
 	}
 	rmsNorm(b.h, m.final, b.a, m.eps())
 	s.vecsQ16(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))
+	s.observeFinal(s.pos, b.a, 1, b.logits)
 	s.pos++
 	return nil
 }

@@ -87,11 +87,16 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		}
 	}
 	s.kvReserve(t)
+	s.observeEmbed(x, t)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		l := &m.layers[li]
+		if s.obs != nil {
+			s.prefillLayerObserved(li, l, x, a, r, t)
+			continue
+		}
 		normRows(x, l.inNorm, a, t, hs, m.eps())
 		if l.kind == checkpoint.LinearAttention {
 			s.gdnPrefill(li, l, a, t, r)
@@ -108,6 +113,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 	v := c.VocabSize
 	if each == nil {
 		s.vecsQ16(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
+		s.observeFinal(s.pos-t, a, t, s.dec.logits)
 		return s.dec.logits, nil
 	}
 	y := make([]float32, logitRows*v)
@@ -203,14 +209,15 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 // moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
 // sort), one gathered GEMM per expert for gate/up and for down, then the weighted scatter-add;
 // the shared expert as a GEMM over all tokens.
-func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
+// It returns the router's logits [t, E], chosen experts and weights [t, k] (for observation).
+func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []float32, ids []int, wts []float32) {
 	c := s.m.cfg
 	hs, e, k := c.HiddenSize, c.NumExperts, c.NumExpertsPerTok
-	rl := make([]float32, t*e)
+	rl = make([]float32, t*e)
 	seg := make([]float32, t)
 	s.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
-	ids := make([]int, t*k)
-	wts := make([]float32, t*k)
+	ids = make([]int, t*k)
+	wts = make([]float32, t*k)
 	count := make([]int, e+1)
 	for i := 0; i < t; i++ {
 		route(rl[i*e:(i+1)*e], ids[i*k:(i+1)*k], wts[i*k:(i+1)*k])
@@ -262,4 +269,5 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) {
 			s.m.ops.axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])
 		}
 	}
+	return rl, ids, wts
 }

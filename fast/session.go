@@ -8,6 +8,7 @@ import (
 	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/trace"
 )
 
 // Session is one sequence's state: conv and recurrent state per GDN layer, KV cache per attention
@@ -28,6 +29,7 @@ type Session struct {
 	cur     int                // the layer the decode tasks work on
 	tasks   decodeTasks
 	att     attnArgs
+	obs     trace.Observer // nil: no observation (trace.go)
 }
 
 // NewSession returns an empty sequence.

@@ -110,7 +110,7 @@ func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) 
 	if err := s.setInputs(toks, s.pos); err != nil {
 		return err
 	}
-	if err := e.dev.Run(s.prefillPlan(t, each != nil)); err != nil {
+	if err := s.run(s.prefillPlan(t, each != nil), s.pos); err != nil {
 		return fmt.Errorf("metal: prefill at %d: %w", s.pos, err)
 	}
 	s.pos += t

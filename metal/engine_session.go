@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/trace"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
@@ -31,9 +32,10 @@ type Session struct {
 	allHost []float32
 	topIDs  []int32
 	topVals []float32
-	cs      []float32 // one position's RoPE cos | sin: [2·rot/2]
-	inbuf   []byte    // staging for per-call inputs
-	outbuf  []byte    // staging for readback
+	cs      []float32      // one position's RoPE cos | sin: [2·rot/2]
+	inbuf   []byte         // staging for per-call inputs
+	outbuf  []byte         // staging for readback
+	obs     trace.Observer // nil: no observation (engine_trace.go)
 }
 
 func (e *Model) newSession() (*Session, error) {
@@ -105,7 +107,7 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 // prefillChunk.)
 func (s *Session) readback(o engine.StepOptions) (engine.StepResult, error) {
 	sc, dev := s.sc, s.e.dev
-	if o.Full || o.TopK > s.e.topK || s.e.topK < 1 {
+	if o.Full || o.TopK > s.e.topK || s.e.topK < 1 || s.obs != nil {
 		if len(s.outbuf) < 4*s.e.sizes.v {
 			s.outbuf = make([]byte, 4*s.e.sizes.v)
 		}
@@ -114,6 +116,7 @@ func (s *Session) readback(o engine.StepOptions) (engine.StepResult, error) {
 			return engine.StepResult{}, err
 		}
 		floats(s.logits, b)
+		s.observeLogits()
 		return engine.NewStepResult(s.logits, o), nil
 	}
 	if len(s.outbuf) < 4*s.e.topK {
@@ -162,7 +165,7 @@ func (s *Session) Decode(ctx context.Context, tok int32, o engine.StepOptions) (
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
 		return engine.StepResult{}, err
 	}
-	if err := s.e.dev.Run(s.decodePlan()); err != nil {
+	if err := s.run(s.decodePlan(), s.pos); err != nil {
 		return engine.StepResult{}, fmt.Errorf("metal: decode at %d: %w", s.pos, err)
 	}
 	s.pos++

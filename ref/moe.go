@@ -81,14 +81,28 @@ func SwiGLU(gate, up, down *checkpoint.Matrix, e int, x []float32) ([]float32, e
 //
 // m: [H] (post-attention-normed hidden) → [H].
 func MoEBlock(cfg *checkpoint.Config, w *checkpoint.MoE, m []float32) ([]float32, error) {
+	out, _, err := moeBlock(cfg, w, m)
+	return out, err
+}
+
+// routing is one token's router decision: logits [E], chosen experts and their weights [k].
+type routing struct {
+	logits []float32
+	idx    []int
+	w      []float32
+}
+
+// moeBlock is MoEBlock, also returning the router's decision.
+func moeBlock(cfg *checkpoint.Config, w *checkpoint.MoE, m []float32) ([]float32, routing, error) {
 	logits := make([]float32, w.Router.Out) // [E]
 	if err := MatVec(&w.Router, 0, m, logits); err != nil {
-		return nil, err
+		return nil, routing{}, err
 	}
 	idx, weights, err := Route(logits, cfg.NumExpertsPerTok)
 	if err != nil {
-		return nil, err
+		return nil, routing{}, err
 	}
+	rt := routing{logits: logits, idx: idx, w: weights}
 	// transformers adds expert outputs into a zero buffer in ascending expert id.
 	byID := make([]int, len(idx))
 	for i := range byID {
@@ -99,7 +113,7 @@ func MoEBlock(cfg *checkpoint.Config, w *checkpoint.MoE, m []float32) ([]float32
 	for _, i := range byID {
 		he, err := SwiGLU(&w.Gate, &w.Up, &w.Down, idx[i], m)
 		if err != nil {
-			return nil, err
+			return nil, rt, err
 		}
 		for j := range out {
 			out[j] += float32(he[j] * weights[i])
@@ -107,15 +121,15 @@ func MoEBlock(cfg *checkpoint.Config, w *checkpoint.MoE, m []float32) ([]float32
 	}
 	shared, err := SwiGLU(&w.SharedGate, &w.SharedUp, &w.SharedDown, 0, m)
 	if err != nil {
-		return nil, err
+		return nil, rt, err
 	}
 	sg := make([]float32, 1)
 	if err := MatVec(&w.SharedEG, 0, m, sg); err != nil {
-		return nil, err
+		return nil, rt, err
 	}
 	gate := Sigmoid(sg[0])
 	for j := range out {
 		out[j] += float32(gate * shared[j])
 	}
-	return out, nil
+	return out, rt, nil
 }

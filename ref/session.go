@@ -7,6 +7,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/trace"
 )
 
 // ErrClosed is returned by a Session used after Close.
@@ -52,7 +53,12 @@ type Session struct {
 	m      *Model
 	st     *State
 	closed bool
+	obs    trace.Observer // nil: no observation
 }
+
+// Observe attaches o to the session (nil detaches it): every later step reports its named
+// intermediates (package trace) to o.
+func (s *Session) Observe(o trace.Observer) { s.obs = o }
 
 // NewSession returns a session at position 0.
 func (m *Model) NewSession() *Session { return &Session{m: m, st: m.NewState()} }
@@ -97,7 +103,7 @@ func (s *Session) prefill(ctx context.Context, tokens []int32, hidden func(int, 
 		return nil, err
 	}
 	if each == nil {
-		return s.m.Logits(h[len(h)-1])
+		return s.logits(h[len(h)-1])
 	}
 	var logits []float32
 	for i := range h {
@@ -121,11 +127,20 @@ func (s *Session) Decode(ctx context.Context, token int32, o engine.StepOptions)
 	if err != nil {
 		return engine.StepResult{}, err
 	}
-	logits, err := s.m.Logits(h[0])
+	logits, err := s.logits(h[0])
 	if err != nil {
 		return engine.StepResult{}, err
 	}
 	return engine.NewStepResult(logits, o), nil
+}
+
+// logits is Model.Logits of the last processed position, reported to the observer.
+func (s *Session) logits(h []float32) ([]float32, error) {
+	out, err := s.m.Logits(h)
+	if err == nil && s.obs != nil {
+		s.obs.Rows(trace.Model(trace.Logits), s.st.Pos-1, 1, out)
+	}
+	return out, err
 }
 
 // forward runs tokens through every layer from the session state and returns the last layer's
@@ -151,11 +166,16 @@ func (s *Session) forward(ctx context.Context, tokens []int32, chunked bool, hid
 	if hidden != nil {
 		hidden(-1, h)
 	}
+	if s.obs != nil {
+		for t := range h {
+			s.obs.Rows(trace.Model(trace.Embed), s.st.Pos+t, 1, h[t])
+		}
+	}
 	saved := s.saveRecurrent()
 	for l := range s.m.w.Layers {
 		var err error
 		if err = ctx.Err(); err == nil {
-			h, err = s.m.DecoderLayer(l, h, s.st, chunked)
+			h, err = s.m.decoderLayer(l, h, s.st, chunked, s.obs)
 		}
 		if err != nil {
 			s.rollback(saved)
@@ -166,13 +186,18 @@ func (s *Session) forward(ctx context.Context, tokens []int32, chunked bool, hid
 		}
 	}
 	s.st.Pos += len(tokens)
-	if hidden != nil {
+	if hidden != nil || s.obs != nil {
 		normed := make([][]float32, len(h))
 		for t := range h {
 			normed[t] = make([]float32, len(h[t]))
 			RMSNorm(normed[t], h[t], s.m.w.FinalNorm, s.m.cfg.RMSNormEps)
+			if s.obs != nil {
+				s.obs.Rows(trace.Model(trace.FinalNorm), s.st.Pos-len(h)+t, 1, normed[t])
+			}
 		}
-		hidden(len(s.m.w.Layers), normed)
+		if hidden != nil {
+			hidden(len(s.m.w.Layers), normed)
+		}
 	}
 	return h, nil
 }
@@ -281,6 +306,7 @@ func (b *Backend) NewSession() (engine.Session, error) { return b.m.NewSession()
 func (b *Backend) Close() error { return nil }
 
 var (
-	_ engine.Backend = (*Backend)(nil)
-	_ engine.Session = (*Session)(nil)
+	_ engine.Backend   = (*Backend)(nil)
+	_ engine.Session   = (*Session)(nil)
+	_ trace.Observable = (*Session)(nil)
 )

@@ -26,6 +26,7 @@ func commands() map[string]command {
 		"tokenize": {"encode text or a chat conversation to token ids", cmdTokenize},
 		"bench":    {"measure prefill and decode speed against the machine's roofline", cmdBench},
 		"eval":     {"teacher-forced agreement and perplexity of one backend against another", cmdEval},
+		"diff":     {"localise a numerical divergence from ref to one point, layer and step", cmdDiff},
 		"inspect":  {"describe a checkpoint: layout, quantization, parameters, bytes", cmdInspect},
 		"synth":    {"write a random-weight checkpoint in the real layouts", cmdSynth},
 	}

@@ -1,0 +1,87 @@
+package fast
+
+import (
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/trace"
+)
+
+// Observe attaches o to the session (nil detaches it): every later step reports its named
+// intermediates (package trace) to o. While one is attached the layers run the observed twins
+// below, which call the same kernels in the same order and report between them; with none the
+// plans pay one nil check per layer.
+func (s *Session) Observe(o trace.Observer) { s.obs = o }
+
+var _ trace.Observable = (*Session)(nil)
+
+// observeEmbed reports the embeddings of the step's t tokens at positions s.pos..: x: [t, H].
+func (s *Session) observeEmbed(x []float32, t int) {
+	if s.obs != nil {
+		s.obs.Rows(trace.Model(trace.Embed), s.pos, t, x[:t*s.m.cfg.HiddenSize])
+	}
+}
+
+// observeFinal reports the final-normed rows of the t tokens at positions pos.. (a: [t, H]) and
+// the logits of the last of them ([V]).
+func (s *Session) observeFinal(pos int, a []float32, t int, logits []float32) {
+	if s.obs != nil {
+		s.obs.Rows(trace.Model(trace.FinalNorm), pos, t, a[:t*s.m.cfg.HiddenSize])
+		s.obs.Rows(trace.Model(trace.Logits), pos+t-1, 1, logits)
+	}
+}
+
+// mixerSite is the point name of layer l's mixer output.
+func mixerSite(l *layer) trace.Site {
+	if l.kind == checkpoint.LinearAttention {
+		return trace.DeltaNetOut
+	}
+	return trace.AttentionOut
+}
+
+// decodeLayerObserved is one layer of decodeStep, reporting each intermediate to s.obs.
+func (s *Session) decodeLayerObserved(li int, l *layer) {
+	m, b, o, pos := s.m, s.dec, s.obs, s.pos
+	rmsNorm(b.h, l.inNorm, b.a, m.eps())
+	o.Rows(trace.At(li, trace.InputNorm), pos, 1, b.a)
+	if l.kind == checkpoint.LinearAttention {
+		s.gdnDecode(li, l)
+	} else {
+		s.attnDecode(li, l)
+	}
+	o.Rows(trace.At(li, mixerSite(l)), pos, 1, b.r)
+	for i, v := range b.r {
+		b.h[i] += v
+	}
+	o.Rows(trace.At(li, trace.MixerResid), pos, 1, b.h)
+	rmsNorm(b.h, l.postNorm, b.a, m.eps())
+	o.Rows(trace.At(li, trace.PostNorm), pos, 1, b.a)
+	s.moeDecode(l)
+	o.Route(li, pos, 1, b.rl, b.ids, b.wts)
+	o.Rows(trace.At(li, trace.MoEOut), pos, 1, b.r)
+	for i, v := range b.r {
+		b.h[i] += v
+	}
+	o.Rows(trace.At(li, trace.MoEResid), pos, 1, b.h)
+}
+
+// prefillLayerObserved is one layer of prefillChunk on t tokens at positions s.pos.., reporting
+// each intermediate to s.obs. x, a, r: [t, H].
+func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t int) {
+	m, o, pos, hs := s.m, s.obs, s.pos, s.m.cfg.HiddenSize
+	normRows(x, l.inNorm, a, t, hs, m.eps())
+	o.Rows(trace.At(li, trace.InputNorm), pos, t, a)
+	if l.kind == checkpoint.LinearAttention {
+		s.gdnPrefill(li, l, a, t, r)
+	} else {
+		s.attnPrefill(li, l, a, t, r)
+	}
+	o.Rows(trace.At(li, mixerSite(l)), pos, t, r)
+	addInto(x, r)
+	o.Rows(trace.At(li, trace.MixerResid), pos, t, x)
+	normRows(x, l.postNorm, a, t, hs, m.eps())
+	o.Rows(trace.At(li, trace.PostNorm), pos, t, a)
+	rl, ids, wts := s.moePrefill(l, a, t, r)
+	o.Route(li, pos, t, rl, ids, wts)
+	o.Rows(trace.At(li, trace.MoEOut), pos, t, r)
+	addInto(x, r)
+	o.Rows(trace.At(li, trace.MoEResid), pos, t, x)
+}
