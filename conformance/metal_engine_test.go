@@ -9,6 +9,7 @@ import (
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the kernels keep
@@ -67,7 +68,7 @@ func TestMetalEngineEmulated(t *testing.T) {
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("the Metal kernel emulator needs g++, which is not installed")
 	}
-	dev, err := metal.NewEmuDevice()
+	dev, err := device.NewEmuDevice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +78,8 @@ func TestMetalEngineEmulated(t *testing.T) {
 
 // TestMetalEngineGPU is the same check on the Metal GPU; it skips where there is none.
 func TestMetalEngineGPU(t *testing.T) {
-	dev, err := metal.NewMetalDevice()
-	if errors.Is(err, metal.ErrNoMetal) {
+	dev, err := device.NewMetalDevice()
+	if errors.Is(err, device.ErrNoMetal) {
 		t.Skipf("no Metal GPU here (%v); TestMetalEngineEmulated runs the same plans on the CPU", err)
 	}
 	if err != nil {
@@ -90,7 +91,7 @@ func TestMetalEngineGPU(t *testing.T) {
 
 // checkMetalEngine holds the Metal engine on dev to ref through the shared suite (checkBackend),
 // and checks what only Metal does: the GPU's own top-k, and the rejection of a dense layout.
-func checkMetalEngine(t *testing.T, dev metal.Device) {
+func checkMetalEngine(t *testing.T, dev device.Device) {
 	open := func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error) {
 		return metal.Open(w, metal.Options{Dev: dev, MaxContext: maxCtx})
 	}

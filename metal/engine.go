@@ -3,6 +3,7 @@ package metal
 import (
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/metal/device"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
@@ -21,7 +22,7 @@ const kernelGroup = 64
 // A Model is safe for concurrent use through distinct Sessions (the device serializes their
 // command buffers); one Session is used by one goroutine at a time.
 type Model struct {
-	dev    Device
+	dev    device.Device
 	cfg    *checkpoint.Config
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
@@ -29,8 +30,8 @@ type Model struct {
 	kvStep int // KV cache growth step in tokens
 
 	w      deviceWeights
-	wbufs  []Buffer // wrapped weight memory and the vector arena, freed by Close
-	zeroes Buffer   // E+1 zero words: the source of the moe_count reset copy
+	wbufs  []device.Buffer // wrapped weight memory and the vector arena, freed by Close
+	zeroes device.Buffer   // E+1 zero words: the source of the moe_count reset copy
 	sizes  sizes
 	rope   *rope.Table // RoPE inverse frequencies; setInputs fills each position's tables from it
 	ownDev bool        // Close closes dev (Open opened it)
@@ -50,7 +51,7 @@ type sizes struct {
 // 8-bit with group size 64. maxCtx bounds a session's length (0 means the config's
 // max_position_embeddings); KV caches grow on demand up to it. The weights must stay valid (mapped)
 // until Close.
-func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
+func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, error) {
 	if w == nil || w.Config == nil {
 		return nil, errors.New("metal: nil weights or config")
 	}
@@ -80,7 +81,7 @@ func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 		e.Close()
 		return nil, err
 	}
-	z, err := dev.Alloc(4*(e.sizes.e+1), Private)
+	z, err := dev.Alloc(4*(e.sizes.e+1), device.Private)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("metal: %w", err)
@@ -198,5 +199,5 @@ func (e *Model) Close() error {
 var (
 	_ engine.Backend = (*Model)(nil)
 	_ engine.Session = (*Session)(nil)
-	_ Device         = (*EmuDevice)(nil)
+	_ device.Device  = (*device.EmuDevice)(nil)
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/metal/device"
 	"math"
 )
 
@@ -21,10 +22,10 @@ type Session struct {
 	pos  int
 	st   *state
 	sc   *scratch
-	bufs []Buffer // scratch and io buffers
+	bufs []device.Buffer // scratch and io buffers
 
-	logits  []float32 // host copy of the last position's logits
-	all     Buffer    // [chunk, V] logits of every position, allocated on first Prefill with each
+	logits  []float32     // host copy of the last position's logits
+	all     device.Buffer // [chunk, V] logits of every position, allocated on first Prefill with each
 	allHost []float32
 	topIDs  []int32
 	topVals []float32

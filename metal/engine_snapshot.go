@@ -3,6 +3,7 @@ package metal
 import (
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/metal/device"
 	"runtime"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
@@ -13,8 +14,8 @@ import (
 type snapshot struct {
 	e    *Model
 	pos  int
-	rec  Buffer
-	k, v []Buffer
+	rec  device.Buffer
+	k, v []device.Buffer
 }
 
 func (p *snapshot) Len() int { return p.pos }
@@ -26,39 +27,39 @@ func (s *Session) Snapshot() (engine.Snapshot, error) {
 		return nil, errors.New("metal: session is closed")
 	}
 	dev, st := s.e.dev, s.st
-	p := &snapshot{e: s.e, pos: s.pos, k: make([]Buffer, len(st.k)), v: make([]Buffer, len(st.v))}
-	var bufs []Buffer
+	p := &snapshot{e: s.e, pos: s.pos, k: make([]device.Buffer, len(st.k)), v: make([]device.Buffer, len(st.v))}
+	var bufs []device.Buffer
 	fail := func(err error) (engine.Snapshot, error) {
 		for _, b := range bufs {
 			dev.Free(b)
 		}
 		return nil, fmt.Errorf("metal: snapshot: %w", err)
 	}
-	rec, err := dev.Alloc(st.rec.Len(), Private)
+	rec, err := dev.Alloc(st.rec.Len(), device.Private)
 	if err != nil {
 		return fail(err)
 	}
 	bufs = append(bufs, rec)
 	p.rec = rec
-	cmds := []Command{&Copy{Src: st.rec, Dst: rec, N: rec.Len()}}
+	cmds := []device.Command{&device.Copy{Src: st.rec, Dst: rec, N: rec.Len()}}
 	for i, kind := range st.layers {
 		if kind != checkpoint.FullAttention || s.pos == 0 {
 			continue
 		}
-		for _, kv := range [][2]*Buffer{{&st.k[i], &p.k[i]}, {&st.v[i], &p.v[i]}} {
-			b, err := dev.Alloc(s.pos*st.kvRow, Private)
+		for _, kv := range [][2]*device.Buffer{{&st.k[i], &p.k[i]}, {&st.v[i], &p.v[i]}} {
+			b, err := dev.Alloc(s.pos*st.kvRow, device.Private)
 			if err != nil {
 				return fail(err)
 			}
 			bufs = append(bufs, b)
 			*kv[1] = b
-			cmds = append(cmds, &Copy{Src: *kv[0], Dst: b, N: s.pos * st.kvRow})
+			cmds = append(cmds, &device.Copy{Src: *kv[0], Dst: b, N: s.pos * st.kvRow})
 		}
 	}
 	if err := dev.Run(cmds); err != nil {
 		return fail(err)
 	}
-	runtime.AddCleanup(p, func(bs []Buffer) {
+	runtime.AddCleanup(p, func(bs []device.Buffer) {
 		for _, b := range bs {
 			dev.Free(b)
 		}
@@ -79,11 +80,11 @@ func (s *Session) Restore(x engine.Snapshot) error {
 	if err := s.e.reserveKV(st, max(p.pos, 1), 0); err != nil {
 		return err
 	}
-	cmds := []Command{&Copy{Src: p.rec, Dst: st.rec, N: st.rec.Len()}}
+	cmds := []device.Command{&device.Copy{Src: p.rec, Dst: st.rec, N: st.rec.Len()}}
 	for i := range st.layers {
 		if p.k[i] != nil {
-			cmds = append(cmds, &Copy{Src: p.k[i], Dst: st.k[i], N: p.pos * st.kvRow},
-				&Copy{Src: p.v[i], Dst: st.v[i], N: p.pos * st.kvRow})
+			cmds = append(cmds, &device.Copy{Src: p.k[i], Dst: st.k[i], N: p.pos * st.kvRow},
+				&device.Copy{Src: p.v[i], Dst: st.v[i], N: p.pos * st.kvRow})
 		}
 	}
 	if err := s.e.dev.Run(cmds); err != nil {

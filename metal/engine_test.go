@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/lily-engine/lily/metal/device"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -64,7 +65,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := NewEmuDevice()
+	dev, err := device.NewEmuDevice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ const logitTol = 1e-4
 // TestNewModelRejects checks the errors for checkpoints the kernels cannot run. The zero
 // EmuDevice allocates and wraps without the emulator process, so no g++ is needed.
 func TestNewModelRejects(t *testing.T) {
-	dev := &EmuDevice{}
+	dev := &device.EmuDevice{}
 	if _, err := newModel(nil, dev, 0); err == nil {
 		t.Error("nil weights accepted")
 	}
@@ -167,25 +168,25 @@ func TestNewModelRejects(t *testing.T) {
 // TestRunChecksCommands checks that malformed command buffers are errors before they reach a
 // device, not faults.
 func TestRunChecksCommands(t *testing.T) {
-	dev := &EmuDevice{}
-	b, err := dev.Alloc(64, Private)
+	dev := &device.EmuDevice{}
+	b, err := dev.Alloc(64, device.Private)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, cmd := range map[string]Command{
-		"window past the end": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
-		"unbound buffer": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []Arg{{Buf: b}, {}, inline(dims(1))}},
-		"too many threads":  &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
-		"empty grid":        &Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
-		"copy past the end": &Copy{Src: b, Dst: b, SrcOff: 32, N: 64},
+	for name, cmd := range map[string]device.Command{
+		"window past the end": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []device.Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
+		"unbound buffer": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []device.Arg{{Buf: b}, {}, inline(dims(1))}},
+		"too many threads":  &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
+		"empty grid":        &device.Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
+		"copy past the end": &device.Copy{Src: b, Dst: b, SrcOff: 32, N: 64},
 	} {
-		if err := check([]Command{cmd}); err == nil {
+		if err := device.Check([]device.Command{cmd}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := dev.Alloc(0, Shared); err == nil {
+	if _, err := dev.Alloc(0, device.Shared); err == nil {
 		t.Error("zero-byte alloc accepted")
 	}
 	if err := dev.Upload(b, 60, make([]byte, 8)); err == nil {
@@ -203,7 +204,7 @@ func TestWeightWindows(t *testing.T) {
 				m.W.File, m.Scales.File, m.Biases.File = "", "", ""
 			})
 		}
-		dev := &EmuDevice{}
+		dev := &device.EmuDevice{}
 		e, err := newModel(w, dev, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +224,7 @@ func TestWeightWindows(t *testing.T) {
 			q := qs[i]
 			i++
 			for _, p := range []struct {
-				a Arg
+				a device.Arg
 				t checkpoint.Tensor
 			}{{q.w, m.W}, {q.s, m.Scales}, {q.b, m.Biases}} {
 				got := make([]byte, p.a.Len)

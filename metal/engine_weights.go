@@ -3,6 +3,7 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/lily-engine/lily/metal/device"
 	"math"
 	"unsafe"
 
@@ -12,7 +13,7 @@ import (
 // qmat is a quantized matrix on the device: windows of its packed words, bf16 scales and biases.
 // Stacked experts keep all experts in one window; the kernels index expert e's rows at e*out.
 type qmat struct {
-	w, s, b        Arg
+	w, s, b        device.Arg
 	out, in, bits  int
 	name           string
 	experts, bytes int
@@ -20,7 +21,7 @@ type qmat struct {
 
 // vec is a float32 vector in the engine's vector arena (a pointer: its Buf is set once the arena
 // is uploaded).
-type vec = *Arg
+type vec = *device.Arg
 
 // deviceWeights are the model's tensors as kernel arguments.
 type deviceWeights struct {
@@ -47,7 +48,7 @@ type deviceLayer struct {
 type span struct {
 	start, end uintptr
 	first      []byte // the tensor that starts at start
-	buf        Buffer
+	buf        device.Buffer
 	off        int // where start sits in buf
 }
 
@@ -86,18 +87,18 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 	}
 	// tensor is t's window: inside its file's wrap when its address suits the kernels' loads (safetensors
 	// does not align tensors: a 2-byte bf16 tensor shifts every later one), else a copy of its own.
-	tensor := func(t *checkpoint.Tensor, align uintptr) (Arg, error) {
+	tensor := func(t *checkpoint.Tensor, align uintptr) (device.Arg, error) {
 		aligned := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%align == 0
 		if sp := spans[t.File]; t.File != "" && sp != nil && aligned {
 			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-			return Arg{Buf: sp.buf, Off: sp.off + int(a-sp.start), Len: len(t.Data)}, nil
+			return device.Arg{Buf: sp.buf, Off: sp.off + int(a-sp.start), Len: len(t.Data)}, nil
 		}
 		buf, off, err := e.dev.Wrap(t.Data, false)
 		if err != nil {
-			return Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
+			return device.Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
 		}
 		e.wbufs = append(e.wbufs, buf)
-		return Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
+		return device.Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
 	}
 	var err error
 	mat := func(m *checkpoint.Matrix) *qmat {
@@ -106,7 +107,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 		}
 		q := &qmat{out: m.Out, in: m.In, bits: m.Bits, name: m.Name, experts: m.Experts}
 		for _, p := range []struct {
-			dst   *Arg
+			dst   *device.Arg
 			t     *checkpoint.Tensor
 			align uintptr
 		}{{&q.w, &m.W, 4}, {&q.s, &m.Scales, 2}, {&q.b, &m.Biases, 2}} {
@@ -140,7 +141,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 	if err != nil {
 		return err
 	}
-	buf, err := e.dev.Alloc(len(ar.data), Shared)
+	buf, err := e.dev.Alloc(len(ar.data), device.Shared)
 	if err != nil {
 		return fmt.Errorf("metal: %w", err)
 	}
@@ -158,7 +159,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 // buffer exists.
 type arena struct {
 	data []byte
-	refs []*Arg
+	refs []*device.Arg
 }
 
 // add appends v (256-byte aligned) and returns its window; its Buf is filled in later.
@@ -170,7 +171,7 @@ func (a *arena) add(v []float32) vec {
 	for _, x := range v {
 		a.data = binary.LittleEndian.AppendUint32(a.data, math.Float32bits(x))
 	}
-	arg := &Arg{Off: off, Len: 4 * len(v)}
+	arg := &device.Arg{Off: off, Len: 4 * len(v)}
 	a.refs = append(a.refs, arg)
 	return arg
 }

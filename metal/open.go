@@ -1,8 +1,12 @@
+// Package metal is the Metal model engine: it plans every layer of the model as kernel dispatches on
+// a metal/device Device (the GPU on a Mac, or the emulator anywhere) and serves it as an
+// engine.Backend.
 package metal
 
 import (
 	"errors"
 	"fmt"
+	"github.com/lily-engine/lily/metal/device"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
@@ -16,7 +20,7 @@ type Options struct {
 	Device string
 	// Dev, when set, is an open device to run on; the caller keeps it and closes it after the Model
 	// (tests share one emulator across models).
-	Dev Device
+	Dev device.Device
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings); KV caches grow
 	// on demand up to it.
 	MaxContext int
@@ -30,13 +34,13 @@ func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
 	if o.Dev != nil {
 		return newModel(w, o.Dev, o.MaxContext)
 	}
-	var dev Device
+	var dev device.Device
 	var err error
 	switch o.Device {
 	case "metal":
-		dev, err = NewMetalDevice()
+		dev, err = device.NewMetalDevice()
 	case "metal-emu":
-		dev, err = NewEmuDevice()
+		dev, err = device.NewEmuDevice()
 	default:
 		return nil, fmt.Errorf("metal: unknown device %q (want metal or metal-emu)", o.Device)
 	}

@@ -1,4 +1,4 @@
-package metal
+package device
 
 import (
 	"errors"
@@ -95,10 +95,10 @@ func (d *EmuDevice) MaxThreads(kernel string) (int, error) {
 			return 0, fmt.Errorf("metal-emu: kernel %q not in the library", kernel)
 		}
 	}
-	if n, ok := d.opt.MaxThreads[kernel]; ok && n > 0 && n < maxThreadgroup {
+	if n, ok := d.opt.MaxThreads[kernel]; ok && n > 0 && n < MaxThreadgroup {
 		return n, nil
 	}
-	return maxThreadgroup, nil
+	return MaxThreadgroup, nil
 }
 
 // Alloc returns a zeroed shared buffer; storage modes are all the same memory here.
@@ -165,7 +165,7 @@ func (d *EmuDevice) Download(dst []byte, src Buffer, off int) error {
 
 // Run executes cmds in order.
 func (d *EmuDevice) Run(cmds []Command) error {
-	if err := check(cmds); err != nil {
+	if err := Check(cmds); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -1,4 +1,4 @@
-package metal
+package perfmodel
 
 import (
 	"encoding/binary"
@@ -157,7 +157,7 @@ func TestPerfModelDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "docs", "metal-performance.md")
+	path := filepath.Join("..", "..", "docs", "metal-performance.md")
 	if *update {
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -168,6 +168,6 @@ func TestPerfModelDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != doc {
-		t.Fatalf("%s is stale: run go test ./metal -run TestPerfModelDoc -update", path)
+		t.Fatalf("%s is stale: run go test ./metal/perfmodel -run TestPerfModelDoc -update", path)
 	}
 }
