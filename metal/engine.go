@@ -35,6 +35,7 @@ type Model struct {
 	sizes  sizes
 	rope   *rope.Table // RoPE inverse frequencies; setInputs fills each position's tables from it
 	ownDev bool        // Close closes dev (Open opened it)
+	loaded WeightBytes // how upload bound the weights
 }
 
 // sizes are the model dimensions the plans use.
@@ -201,3 +202,17 @@ var (
 	_ engine.Session = (*Session)(nil)
 	_ device.Device  = (*device.EmuDevice)(nil)
 )
+
+// mats lists the device matrices in the order each visits the checkpoint's.
+func (e *Model) mats() []*qmat {
+	qs := []*qmat{e.w.embed, e.w.lmHead}
+	for _, l := range e.w.layers {
+		if l.kind == checkpoint.LinearAttention {
+			qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
+		} else {
+			qs = append(qs, l.q, l.k, l.v, l.o)
+		}
+		qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
+	}
+	return qs
+}

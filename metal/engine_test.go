@@ -209,16 +209,7 @@ func TestWeightWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var qs []*qmat
-		qs = append(qs, e.w.embed, e.w.lmHead)
-		for _, l := range e.w.layers {
-			if l.kind == checkpoint.LinearAttention {
-				qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
-			} else {
-				qs = append(qs, l.q, l.k, l.v, l.o)
-			}
-			qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
-		}
+		qs := e.mats()
 		i := 0
 		each(w, func(m *checkpoint.Matrix) {
 			q := qs[i]

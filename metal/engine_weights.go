@@ -49,55 +49,90 @@ type span struct {
 	start, end uintptr
 	first      []byte // the tensor that starts at start
 	buf        device.Buffer
-	off        int // where start sits in buf
+	off        int  // where start sits in buf
+	copied     bool // buf is one copy of the span (its tensors are misaligned in the file)
 }
 
-// upload wraps every quantized tensor (one wrap per mapped file, so Metal can use the file mapping
-// in place) and copies the float vectors into one arena.
+// quantTensors calls f with every quantized tensor of w and the alignment its kernels load it at
+// (packed words 4 bytes, bf16 scales and biases 2).
+func quantTensors(w *checkpoint.Weights, f func(t *checkpoint.Tensor, align uintptr)) {
+	each(w, func(m *checkpoint.Matrix) {
+		f(&m.W, 4)
+		f(&m.Scales, 2)
+		f(&m.Biases, 2)
+	})
+}
+
+// WeightBytes says how the quantized weights reached the device: bytes bound in place inside the
+// wraps of their mapped files, and bytes copied (a shard whose data start is misaligned, as MLX's
+// unpadded headers leave it, is copied once, whole, and never also wrapped).
+type WeightBytes struct {
+	Wrapped, Copied    int64
+	Shards, Misaligned int
+}
+
+// upload binds every quantized tensor (one buffer per mapped file: the file mapping wrapped in
+// place where the kernels' loads are aligned in it, else one copy of the file's span) and copies
+// the float vectors into one arena.
 func (e *Model) upload(w *checkpoint.Weights) error {
 	spans := map[string]*span{}
 	var files []string
-	each(w, func(m *checkpoint.Matrix) {
-		for _, t := range []*checkpoint.Tensor{&m.W, &m.Scales, &m.Biases} {
-			if t.File == "" || len(t.Data) == 0 {
-				continue
-			}
-			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-			sp := spans[t.File]
-			if sp == nil {
-				sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
-				spans[t.File] = sp
-				files = append(files, t.File)
-			}
-			if a < sp.start {
-				sp.start, sp.first = a, t.Data
-			}
-			sp.end = max(sp.end, a+uintptr(len(t.Data)))
+	misaligned := map[string]bool{}
+	quantTensors(w, func(t *checkpoint.Tensor, align uintptr) {
+		if t.File == "" || len(t.Data) == 0 {
+			return
 		}
+		a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
+		if a%align != 0 {
+			misaligned[t.File] = true
+		}
+		sp := spans[t.File]
+		if sp == nil {
+			sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
+			spans[t.File] = sp
+			files = append(files, t.File)
+		}
+		if a < sp.start {
+			sp.start, sp.first = a, t.Data
+		}
+		sp.end = max(sp.end, a+uintptr(len(t.Data)))
 	})
 	for _, f := range files {
 		sp := spans[f]
 		mem := unsafe.Slice(unsafe.SliceData(sp.first), int(sp.end-sp.start))
-		buf, off, err := e.dev.Wrap(mem, true)
+		// A misaligned file is copied: the copy starts at a buffer's aligned base, so every tensor whose
+		// offset from the span's start is a multiple of its alignment (all of them in an MLX shard,
+		// whose tensors are whole words) is aligned in it.
+		sp.copied = misaligned[f]
+		buf, off, err := e.dev.Wrap(mem, !sp.copied)
 		if err != nil {
 			return fmt.Errorf("metal: weights of %s: %w", f, err)
 		}
 		sp.buf, sp.off = buf, off
 		e.wbufs = append(e.wbufs, buf)
+		e.loaded.Shards++
+		if sp.copied {
+			e.loaded.Misaligned++
+			e.loaded.Copied += int64(len(mem))
+		} else {
+			e.loaded.Wrapped += int64(len(mem))
+		}
 	}
-	// tensor is t's window: inside its file's wrap when its address suits the kernels' loads (safetensors
-	// does not align tensors: a 2-byte bf16 tensor shifts every later one), else a copy of its own.
+	// tensor is t's window inside its file's buffer when its offset there suits the kernels' loads,
+	// else a copy of its own (a tensor that is misaligned even relative to its file's first tensor).
 	tensor := func(t *checkpoint.Tensor, align uintptr) (device.Arg, error) {
-		aligned := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%align == 0
-		if sp := spans[t.File]; t.File != "" && sp != nil && aligned {
-			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-			return device.Arg{Buf: sp.buf, Off: sp.off + int(a-sp.start), Len: len(t.Data)}, nil
+		if sp := spans[t.File]; t.File != "" && sp != nil {
+			off := sp.off + int(uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))-sp.start)
+			if uintptr(off)%align == 0 {
+				return device.Arg{Buf: sp.buf, Off: off, Len: len(t.Data)}, nil
+			}
 		}
 		buf, off, err := e.dev.Wrap(t.Data, false)
 		if err != nil {
 			return device.Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
 		}
 		e.wbufs = append(e.wbufs, buf)
+		e.loaded.Copied += int64(len(t.Data))
 		return device.Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
 	}
 	var err error

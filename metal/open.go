@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lily-engine/lily/metal/device"
+	"io"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
@@ -24,6 +25,9 @@ type Options struct {
 	// MaxContext bounds a session's length (0: the config's max_position_embeddings); KV caches grow
 	// on demand up to it.
 	MaxContext int
+	// Log, when set, receives the load report: the device, and the weight bytes wrapped in place vs
+	// copied.
+	Log io.Writer
 }
 
 // Open prepares w for the Metal plans on the device o names and returns the Model (an
@@ -32,7 +36,14 @@ type Options struct {
 // which also closes the device when Open opened it.
 func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
 	if o.Dev != nil {
-		return newModel(w, o.Dev, o.MaxContext)
+		m, err := newModel(w, o.Dev, o.MaxContext)
+		if err != nil {
+			return nil, err
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "metal: %s: %s\n", o.Dev.Name(), m.loaded)
+		}
+		return m, nil
 	}
 	var dev device.Device
 	var err error
@@ -52,5 +63,8 @@ func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
 		return nil, errors.Join(err, dev.Close())
 	}
 	m.ownDev = true
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "metal: %s: %s\n", dev.Name(), m.loaded)
+	}
 	return m, nil
 }

@@ -100,13 +100,13 @@ func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, err
 	case "":
 		return defaultDevice(
 			func() (engine.Backend, error) {
-				return metal.Open(w, metal.Options{Device: "metal", MaxContext: s.ctxSize})
+				return metal.Open(w, metal.Options{Device: "metal", MaxContext: s.ctxSize, Log: s.log})
 			},
 			func() (engine.Backend, error) { return fast.Open(w, cpuOpts) }, s.log)
 	case "cpu":
 		return fast.Open(w, cpuOpts)
 	}
-	return metal.Open(w, metal.Options{Device: s.device, MaxContext: s.ctxSize}) // "metal" or "metal-emu", as check allows
+	return metal.Open(w, metal.Options{Device: s.device, MaxContext: s.ctxSize, Log: s.log}) // "metal" or "metal-emu", as check allows
 }
 
 // defaultDevice opens the fast backend where no --device was given: on the Metal GPU when there is
