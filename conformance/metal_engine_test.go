@@ -13,9 +13,9 @@ import (
 	"github.com/lily-engine/lily/metal/device"
 )
 
-// metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the kernels keep
-// activations in float32 (ref accumulates in float64) and sum in their own orders (SIMD-lane
-// partial sums, 8×8 tiles); measured ~1e-7 on this model.
+// metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the KV cache holds
+// keys and values in fp16 (2^-11 relative rounding; a bf16 cache exceeds this budget on the
+// fixtures), the activations are float32 summed in the kernels' own orders.
 const metalLogitTol = 1e-4
 
 // Budgets of issue 6, the same as fast's: teacher-forced top-1 agreement and relative perplexity.

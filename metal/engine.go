@@ -27,7 +27,6 @@ type Model struct {
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
 	topK   int // how many ids logits_topk returns per step
-	kvStep int // KV cache growth step in tokens
 
 	w      deviceWeights
 	wbufs  []device.Buffer // wrapped weight memory and the vector arena, freed by Close
@@ -50,7 +49,7 @@ type sizes struct {
 // newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
 // when it opened dev). Only the MLX (quantized) layout runs on Metal: every matrix must be 4- or
 // 8-bit with group size 64. maxCtx bounds a session's length (0 means the config's
-// max_position_embeddings); KV caches grow on demand up to it. The weights must stay valid (mapped)
+// max_position_embeddings); each session allocates its KV caches to it. The weights must stay valid (mapped)
 // until Close.
 func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, error) {
 	if w == nil || w.Config == nil {
@@ -66,7 +65,7 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
+	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK}
 	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
 	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
 		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
@@ -76,6 +75,9 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 		return nil, err
 	}
 	if err := e.sizes.pipelineLanes(dev); err != nil {
+		return nil, err
+	}
+	if err := checkMemory(e.footprint(w), dev.Limits()); err != nil {
 		return nil, err
 	}
 	if err := e.upload(w); err != nil {

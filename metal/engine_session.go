@@ -151,9 +151,6 @@ func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.e.reserveKV(s.st, s.pos+1, s.pos); err != nil {
-		return nil, err
-	}
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
 		return nil, err
 	}
@@ -174,9 +171,6 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []fl
 		return nil, errors.New("metal: empty prefill")
 	}
 	if err := s.check(len(toks), toks...); err != nil {
-		return nil, err
-	}
-	if err := s.e.reserveKV(s.st, s.pos+len(toks), s.pos); err != nil {
 		return nil, err
 	}
 	for c0 := 0; c0 < len(toks); c0 += s.e.chunk {

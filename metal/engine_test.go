@@ -58,8 +58,8 @@ func relDiff(a, b []float32) float64 {
 }
 
 // TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
-// requested, then decodes, on the emulator, against ref; small chunk and KV steps make the prefill
-// cross chunks and a decode grow the KV caches.
+// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
+// chunks.
 func TestEngineChunksAndEach(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
@@ -75,8 +75,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	e.chunk = 4  // 10 tokens: chunks of 4, 4, 2
-	e.kvStep = 3 // prefill reserves 12 tokens; the third decode grows the caches, copying 12 rows
+	e.chunk = 4 // 10 tokens: chunks of 4, 4, 2
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
@@ -125,9 +124,10 @@ func TestEngineChunksAndEach(t *testing.T) {
 	}
 }
 
-// logitTol bounds |metal − ref| relative to the logits' spread: float32 kernels against ref's
-// float64 accumulation, summed in other orders (measured ~1e-7 here).
-const logitTol = 1e-4
+// logitTol bounds |metal − ref| relative to the logits' spread: the KV cache rounds keys and values
+// to fp16 (2^-11 relative), which dominates float32 summation order (measured 1.7e-4 here; 2.5e-3
+// with a bf16 cache).
+const logitTol = 1e-3
 
 // TestNewModelRejects checks the errors for checkpoints the kernels cannot run. The zero
 // EmuDevice allocates and wraps without the emulator process, so no g++ is needed.

@@ -210,3 +210,19 @@ func (a *arena) add(v []float32) vec {
 	a.refs = append(a.refs, arg)
 	return arg
 }
+
+// vectors lists the float vectors of w that upload packs into the arena.
+func vectors(w *checkpoint.Weights) [][]float32 {
+	vs := [][]float32{w.FinalNorm}
+	for i := range w.Layers {
+		wl := &w.Layers[i]
+		vs = append(vs, wl.InputNorm, wl.PostNorm)
+		if g := wl.GDN; g != nil {
+			vs = append(vs, g.Conv, g.ALog, g.DtBias, g.Norm)
+		}
+		if a := wl.Attn; a != nil {
+			vs = append(vs, a.QNorm, a.KNorm)
+		}
+	}
+	return vs
+}

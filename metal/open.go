@@ -22,8 +22,8 @@ type Options struct {
 	// Dev, when set, is an open device to run on; the caller keeps it and closes it after the Model
 	// (tests share one emulator across models).
 	Dev device.Device
-	// MaxContext bounds a session's length (0: the config's max_position_embeddings); KV caches grow
-	// on demand up to it.
+	// MaxContext bounds a session's length (0: the config's max_position_embeddings); each session
+	// allocates its KV caches to it once.
 	MaxContext int
 	// Log, when set, receives the load report: the device, and the weight bytes wrapped in place vs
 	// copied.

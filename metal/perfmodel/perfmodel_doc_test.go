@@ -33,7 +33,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	w("Bytes by kind: *weights* are the stored checkpoint bytes (packed words, bf16 scales and biases,\n")
 	w("bf16 vectors); the decode weights equal the loader's `decode_bytes_per_token` exactly\n")
 	w("(`TestPerfModelCheckpointBytes`). *Other* is float32 activations, the widening of bf16 vectors\n")
-	w("the kernels read as float32, the DeltaNet fp32 recurrent and conv state, and the fp32 KV cache.\n\n")
+	w("the kernels read as float32, the DeltaNet fp32 recurrent and conv state, and the fp16 KV cache.\n\n")
 
 	table := func(title string, cs []Cost, published float64, unit string) {
 		total := m.Total(cs)

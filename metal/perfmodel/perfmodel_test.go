@@ -77,7 +77,7 @@ func writeSparseCheckpoint(t *testing.T, dir, layout string) {
 // of both layouts (MLX 4-bit, HF bf16):
 // the weight bytes of the decode kernels are exactly the checkpoint's decode_bytes_per_token, the
 // mat-vec FLOPs are 2 per active matrix parameter, and the state and KV traffic are what the layer
-// sizes say (model.md §4.3 step 7: 2 MiB fp32 state per DeltaNet layer; the kernels keep K/V in fp32).
+// sizes say (model.md §4.3 step 7: 2 MiB fp32 state per DeltaNet layer; the KV cache is fp16).
 func TestPerfModelCheckpointBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("maps sparse real-size checkpoints (19.5 GB and 69 GB apparent size); skipped in -short")
@@ -127,7 +127,7 @@ func checkDecodeAccounting(t *testing.T, layout string) {
 	if got := sum(cs, func(c Cost) float64 { return c.State }); got != wantState {
 		t.Errorf("decode state bytes %.0f, want %.0f", got, wantState)
 	}
-	kvRow := float64(2 * cfg.NumKVHeads * cfg.HeadDim * 4) // one position's K and V of one layer, fp32
+	kvRow := float64(2 * cfg.NumKVHeads * cfg.HeadDim * 2) // one position's K and V of one layer, fp16
 	if got, want := sum(cs, func(c Cost) float64 { return c.KV }), float64(nA)*kvRow*(ctx+1+1); got != want {
 		t.Errorf("decode KV bytes %.0f, want %.0f (read ctx+1 rows, append one)", got, want)
 	}
