@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/lily-engine/lily/metal/device"
 	"runtime"
+	"sync"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
@@ -16,12 +17,42 @@ type snapshot struct {
 	pos  int
 	rec  device.Buffer
 	k, v []device.Buffer
+	// owned frees the buffers once: by Release, or by the garbage collector for a snapshot dropped
+	// without one.
+	owned *ownedBuffers
+	stop  runtime.Cleanup
 }
 
 func (p *snapshot) Len() int { return p.pos }
 
-// Snapshot copies the state on the device. The copy's buffers are released when the snapshot is
-// garbage collected.
+// ownedBuffers are device buffers freed at most once.
+type ownedBuffers struct {
+	mu   sync.Mutex
+	dev  device.Device
+	bufs []device.Buffer
+}
+
+func (o *ownedBuffers) free() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, b := range o.bufs {
+		o.dev.Free(b)
+	}
+	o.bufs = nil
+}
+
+// Release frees the snapshot's device buffers now; it cannot be restored afterwards.
+func (p *snapshot) Release() {
+	if p.owned == nil {
+		return
+	}
+	p.stop.Stop()
+	p.owned.free()
+	p.rec, p.k, p.v, p.owned = nil, nil, nil, nil
+}
+
+// Snapshot copies the state on the device. Release frees the copy's buffers (the garbage collector
+// does for a snapshot dropped without it).
 func (s *Session) Snapshot() (engine.Snapshot, error) {
 	if s.st == nil {
 		return nil, errors.New("metal: session is closed")
@@ -59,11 +90,8 @@ func (s *Session) Snapshot() (engine.Snapshot, error) {
 	if err := dev.Run(cmds); err != nil {
 		return fail(err)
 	}
-	runtime.AddCleanup(p, func(bs []device.Buffer) {
-		for _, b := range bs {
-			dev.Free(b)
-		}
-	}, bufs)
+	p.owned = &ownedBuffers{dev: dev, bufs: bufs}
+	p.stop = runtime.AddCleanup(p, (*ownedBuffers).free, p.owned)
 	return p, nil
 }
 
@@ -76,10 +104,10 @@ func (s *Session) Restore(x engine.Snapshot) error {
 	if s.st == nil {
 		return errors.New("metal: session is closed")
 	}
-	st := s.st
-	if err := s.e.reserveKV(st, max(p.pos, 1), 0); err != nil {
-		return err
+	if p.owned == nil {
+		return errors.New("metal: restore of a released snapshot")
 	}
+	st := s.st
 	cmds := []device.Command{&device.Copy{Src: p.rec, Dst: st.rec, N: st.rec.Len()}}
 	for i := range st.layers {
 		if p.k[i] != nil {
