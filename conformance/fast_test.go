@@ -278,7 +278,7 @@ func TestFastInt16Activations(t *testing.T) {
 
 // checkDecodePlan scores toks teacher-forced on ref (prefill) and on fb through the decode plan,
 // logs the agreement and fails unless top-1 ≥ top1Min and |Δppl| ≤ dPPL.
-func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []int32, top1Min, dPPL float64) {
+func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []int32, top1Min, dPPL float64) *fidelity.Scores {
 	t.Helper()
 	sa, err := fidelity.Score(context.Background(), rb, toks)
 	if err != nil {
@@ -293,13 +293,15 @@ func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []in
 	if r.Top1Agreement < top1Min || math.Abs(r.DeltaPPLRel) > dPPL {
 		t.Errorf("%s against ref: %+v", what, r)
 	}
+	return sa
 }
 
 // TestFastWideTeacherForced is the whole-model budget on a model wide enough for every 4-bit
 // matrix to run in whole 8-group blocks (hidden, head and expert widths 512), the shapes on which
 // the kernels choose the AVX-512 VNNI mat-vec where the CPU has it (the fixtures' 64- and 128-wide
 // matrices run the float32 kernels): a synthetic checkpoint of the real layout, 4 layers, top-8 of
-// 16 experts, teacher-forced through the decode plan against ref.
+// 16 experts, teacher-forced through the decode plan (budget 0.5%) and the prefill plan (0.1%:
+// its 4-bit mat-mats run the integer GEMM where the CPU has VNNI) against ref.
 func TestFastWideTeacherForced(t *testing.T) {
 	c, err := synth.Preset(synth.PresetTiny)
 	if err != nil {
@@ -325,19 +327,15 @@ func TestFastWideTeacherForced(t *testing.T) {
 	pool.Close()
 	rb, fb := backends(t, ck)
 	toks := randomTokens(96, rb.VocabSize(), 11)
-	checkDecodePlan(t, "decode plan, 512-wide", rb, fb, toks, 0.99, 0.005)
-	checkPrefillPlan(t, "prefill plan, 512-wide", rb, fb, toks, 0.99, 0.001)
+	sa := checkDecodePlan(t, "decode plan, 512-wide", rb, fb, toks, 0.99, 0.005)
+	checkPrefillPlan(t, "prefill plan, 512-wide", sa, fb, toks, 0.99, 0.001)
 }
 
-// checkPrefillPlan is checkDecodePlan through the prefill plan (fidelity.Score scores the whole
-// sequence as one prompt): on the 512-wide model with 96 tokens every expert sees tens of rows, so
-// its 4-bit mat-mats run the integer GEMM where the CPU has AVX-512 VNNI.
-func checkPrefillPlan(t *testing.T, what string, rb, fb engine.Backend, toks []int32, top1Min, dPPL float64) {
+// checkPrefillPlan holds fb's scores through the prefill plan (fidelity.Score scores the whole
+// sequence as one prompt) to ref's, sa: on the 512-wide model with 96 tokens every expert sees
+// tens of rows, so its 4-bit mat-mats run the integer GEMM where the CPU has AVX-512 VNNI.
+func checkPrefillPlan(t *testing.T, what string, sa *fidelity.Scores, fb engine.Backend, toks []int32, top1Min, dPPL float64) {
 	t.Helper()
-	sa, err := fidelity.Score(context.Background(), rb, toks)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sb, err := fidelity.Score(context.Background(), fb, toks)
 	if err != nil {
 		t.Fatal(err)

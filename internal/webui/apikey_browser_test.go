@@ -9,13 +9,12 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// TestChatPageAPIKey: against `lily serve --api-key`, the page asks for the key once, says when
+// apiKey: against `lily serve --api-key`, the page asks for the key once, says when
 // it is wrong, sends it on every API request, keeps it for the tab only (sessionStorage) and
 // across a reload.
-func TestChatPageAPIKey(t *testing.T) {
+func apiKey(t *testing.T, b *browser, bin string) {
 	const key = "s3cret-key"
-	b := newBrowser(t)
-	srv := startLily(t, buildLily(t), "--model", fixture, "--backend", "fast", "--device", "cpu", "--api-key", key)
+	srv := startLily(t, bin, "--model", fixture, "--backend", "fast", "--device", "cpu", "--api-key", key)
 	b.do(chromedp.Navigate(srv.URL + "/"))
 	b.wait(10*time.Second, `document.getElementById("key-dialog").open`)
 	b.screenshot("api-key")
@@ -50,6 +49,9 @@ func TestChatPageAPIKey(t *testing.T) {
 		if r.Headers["Authorization"] != "Bearer "+key {
 			t.Errorf("%s %s: Authorization %v", r.Method, r.URL, r.Headers["Authorization"])
 		}
+	}
+	if err := sameOrigin(b.requests(), srv.URL); err != nil {
+		t.Error(err)
 	}
 	if eval[string](b, `sessionStorage.getItem("lily.apiKey")`) != key {
 		t.Error("the key is not in sessionStorage")

@@ -97,6 +97,16 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	return b
 }
 
+// tab opens a new tab in b's browser for test t, with its own request log (and, for a page
+// served from another port, its own origin's storage).
+func (b *browser) tab(t *testing.T) *browser {
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	t.Cleanup(cancel)
+	nb := &browser{t: t, ctx: ctx, shots: b.shots}
+	nb.record(ctx)
+	return nb
+}
+
 // record starts collecting the tab's requests (with POST bodies) from its network log.
 func (b *browser) record(ctx context.Context) {
 	events := chromedp.Events(ctx, network.RequestWillBeSent)

@@ -94,10 +94,22 @@ func chatAPI(t *testing.T, url string, body map[string]any) (reasoning, content 
 	return r.Choices[0].Message.ReasoningContent, r.Choices[0].Message.Content, r.Usage.CompletionTokens
 }
 
-// TestChatPage drives the page in chromium against a real `lily serve` on a fixture model.
-func TestChatPage(t *testing.T) {
-	b := newBrowser(t)
-	srv := startLily(t, buildLily(t), "--model", fixture, "--backend", "fast", "--device", "cpu", "--ctx-size", "4096")
+// TestBrowser runs every browser test in one chromium, each in its own tab: against a real
+// `lily serve` built from this tree, and against the server's handler over a scripted model.
+func TestBrowser(t *testing.T) {
+	root := newBrowser(t, chromedp.Flag("host-resolver-rules", "MAP lily.test 127.0.0.1"))
+	bin := buildLily(t)
+	t.Run("lily serve", func(t *testing.T) { chatPage(t, root.tab(t), bin) })
+	t.Run("api key", func(t *testing.T) { apiKey(t, root.tab(t), bin) })
+	t.Run("rendering", func(t *testing.T) { rendering(t, root.tab(t)) })
+	t.Run("stop within one step", func(t *testing.T) { stopWithinOneStep(t, root.tab(t)) })
+	t.Run("own origin", func(t *testing.T) { ownOrigin(t, root.tab(t)) })
+	t.Run("markdown fuzz", func(t *testing.T) { markdownFuzz(t, root.tab(t)) })
+}
+
+// chatPage drives the page against a real `lily serve` on a fixture model.
+func chatPage(t *testing.T, b *browser, bin string) {
+	srv := startLily(t, bin, "--model", fixture, "--backend", "fast", "--device", "cpu", "--ctx-size", "4096")
 	b.do(chromedp.Navigate(srv.URL + "/"))
 	b.wait(10*time.Second, `document.getElementById("model-info").textContent.includes("ctx")`)
 	if got := eval[string](b, `document.getElementById("model-info").textContent`); got != "Qwen3.6-35B-A3B · fast · cpu · ctx 4,096" {

@@ -4,11 +4,11 @@ import (
 	"testing"
 )
 
-// TestMarkdownFuzz renders seeded random text built from Markdown's special characters, and
+// markdownFuzz renders seeded random text built from Markdown's special characters, and
 // holds the renderer to its promises on every one: no exception, only the elements it means to
 // make, no attributes beyond its own, and links only to http(s) and mailto.
-func TestMarkdownFuzz(t *testing.T) {
-	b, _ := scripted(t, "", 0)
+func markdownFuzz(t *testing.T, b *browser) {
+	scripted(t, b, "", 0)
 	bad := eval[[]string](b, `import("/ui/markdown.js").then(({ render }) => {
 		const allowed = new Set(["P","BR","STRONG","EM","CODE","PRE","A","H1","H2","H3","H4","H5","H6","UL","OL","LI",
 			"BLOCKQUOTE","HR","TABLE","THEAD","TBODY","TR","TH","TD","DIV","SPAN","BUTTON"]);

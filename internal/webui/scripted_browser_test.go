@@ -20,24 +20,23 @@ import (
 // scripted serves the page from the real server handler over servertest's scripted model, whose
 // replies (reasoning, Markdown, tool calls) and step time the test chooses; a random-weight
 // fixture says none of these on demand.
-func scripted(t *testing.T, script string, step time.Duration) (*browser, *servertest.Env) {
+func scripted(t *testing.T, b *browser, script string, step time.Duration) *servertest.Env {
 	t.Helper()
-	b := newBrowser(t)
 	e := servertest.New(t, func(c *server.Config) { c.Page = webui.Handler() })
 	e.Script(script)
 	e.B.DecodeDelay = step
 	b.do(chromedp.Navigate(e.TS.URL + "/"))
 	b.wait(10*time.Second, `document.getElementById("model-info").textContent.includes("ctx")`)
-	return b, e
+	return e
 }
 
-// TestChatPageRendering: the thinking block streams open and collapses when the answer starts;
+// rendering: the thinking block streams open and collapses when the answer starts;
 // Markdown with a code block (and its copy button) and a tool call as a card.
-func TestChatPageRendering(t *testing.T) {
+func rendering(t *testing.T, b *browser) {
 	const script = "Let me think.\nStill thinking.\n</think>\n\nHere is **bold** and `code`:\n" +
 		"```go\nfmt.Println(\"hi\")\n```\n" +
 		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
-	b, _ := scripted(t, script, 8*time.Millisecond)
+	scripted(t, b, script, 8*time.Millisecond)
 	// Note the thinking block's state whenever the reply changes: while only reasoning has
 	// arrived, and once the answer has started.
 	eval[bool](b, `(() => { window.thinkingOpen = new Set(); window.answerOpen = new Set();
@@ -86,12 +85,12 @@ func TestChatPageRendering(t *testing.T) {
 	b.screenshot("thinking-tools-code")
 }
 
-// TestChatPageStopWithinOneStep: Stop closes the stream and the server's generation ends within
+// stopWithinOneStep: Stop closes the stream and the server's generation ends within
 // one decode step of the last token the page received; the next request is answered at once
 // (without the stop it would wait for the rest of a 500-token script, 50 s). A step takes 100 ms,
 // longer than the browser and the OS take to pass the stop on, even on a busy machine.
-func TestChatPageStopWithinOneStep(t *testing.T) {
-	b, e := scripted(t, strings.Repeat("word ", 100), 100*time.Millisecond)
+func stopWithinOneStep(t *testing.T, b *browser) {
+	e := scripted(t, b, strings.Repeat("word ", 100), 100*time.Millisecond)
 	b.do(chromedp.Click(chromedp.ID("thinking"))) // off: the script is all content
 	b.do(chromedp.SetValue(chromedp.ID("input"), "go"), chromedp.Click(chromedp.ID("send")))
 	b.wait(30*time.Second, `/out ([5-9]|\d\d+) tok/.test(document.querySelector(".msg.assistant .figures").textContent)`)
@@ -130,12 +129,11 @@ func TestChatPageStopWithinOneStep(t *testing.T) {
 	}
 }
 
-// TestChatPageOwnOrigin: served under a name that is not a loopback one (here lily.test, mapped to
+// ownOrigin: served under a name that is not a loopback one (here lily.test, mapped to
 // 127.0.0.1 inside chromium, and let in with --allow-host), the page still works. Its POSTs then
 // carry Origin http://lily.test:PORT, which is not a localhost origin: the server must accept a
 // request from its own origin whatever its CORS list says.
-func TestChatPageOwnOrigin(t *testing.T) {
-	b := newBrowser(t, chromedp.Flag("host-resolver-rules", "MAP lily.test 127.0.0.1"))
+func ownOrigin(t *testing.T, b *browser) {
 	e := servertest.New(t, func(c *server.Config) {
 		c.Page = webui.Handler()
 		c.AllowHosts = []string{"lily.test"}
