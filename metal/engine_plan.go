@@ -53,8 +53,9 @@ func (s *Session) logitsPlan(h device.Arg) []device.Command {
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
 // plan's layers as GEMMs over the chunk, gdn_scan over t tokens, causal attn_prefill, and the MoE
 // with the slots grouped by expert on the GPU (moe_count/scan/scatter, grouped GEMMs,
-// moe_combine). With all set, the head runs on every row into the all-logits buffer.
-func (s *Session) prefillPlan(t int, all bool) []device.Command {
+// moe_combine). With all set, the head runs on every row into the all-logits buffer; else, with
+// head set (the prompt's last chunk), on the last row only; else not at all.
+func (s *Session) prefillPlan(t int, all, head bool) []device.Command {
 	e, sz, sc, st := s.e, &s.e.sizes, s.sc, s.st
 	h, a := sc.h.first(t), sc.a.first(t)
 	n := s.pos + t
@@ -88,6 +89,9 @@ func (s *Session) prefillPlan(t int, all bool) []device.Command {
 		cmds = append(cmds, qmm(l.sg, t, a, sact, false), qmm(l.su, t, a, su, false), swiglu(t*sz.shared, sact, su),
 			qmm(l.sd, t, sact, shared, false), moeCombine(sz, l, t, out, wts, sg, shared, h))
 	}
+	if !all && !head {
+		return cmds
+	}
 	if !all {
 		return append(cmds, s.logitsPlan(sc.h.row(t-1))...)
 	}
@@ -98,8 +102,10 @@ func (s *Session) prefillPlan(t int, all bool) []device.Command {
 		logitsTopK(sz, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
 }
 
-// prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt.
-func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) error) error {
+// prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt. Only the
+// prompt's last chunk (last) runs the lm_head and top-k and reads them back, unless each wants
+// every position's logits.
+func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) error, last bool) error {
 	e, t := s.e, len(toks)
 	if each != nil && s.all == nil {
 		b, err := e.dev.Alloc(4*e.chunk*e.sizes.v, device.Shared)
@@ -111,12 +117,14 @@ func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) 
 	if err := s.setInputs(toks, s.pos); err != nil {
 		return err
 	}
-	if err := e.dev.Run(s.prefillPlan(t, each != nil)); err != nil {
+	if err := e.dev.Run(s.prefillPlan(t, each != nil, last)); err != nil {
 		return fmt.Errorf("metal: prefill at %d: %w", s.pos, err)
 	}
 	s.pos += t
-	if err := s.readback(); err != nil {
-		return err
+	if last || each != nil {
+		if err := s.readback(); err != nil {
+			return err
+		}
 	}
 	if each == nil {
 		return nil

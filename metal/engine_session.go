@@ -178,7 +178,7 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []fl
 			return nil, err
 		}
 		c1 := min(c0+s.e.chunk, len(toks))
-		if err := s.prefillChunk(toks[c0:c1], c0, each); err != nil {
+		if err := s.prefillChunk(toks[c0:c1], c0, each, c1 == len(toks)); err != nil {
 			return nil, err
 		}
 	}
