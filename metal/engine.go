@@ -35,6 +35,7 @@ type Model struct {
 	rope   *rope.Table // RoPE inverse frequencies; setInputs fills each position's tables from it
 	ownDev bool        // Close closes dev (Open opened it)
 	loaded WeightBytes // how upload bound the weights
+	foot   Footprint   // what the model needs on the device, checked before upload
 }
 
 // sizes are the model dimensions the plans use.
@@ -77,7 +78,8 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	if err := e.sizes.pipelineLanes(dev); err != nil {
 		return nil, err
 	}
-	if err := checkMemory(e.footprint(w), dev.Limits()); err != nil {
+	e.foot = e.footprint(w)
+	if err := checkMemory(e.foot, dev.Limits()); err != nil {
 		return nil, err
 	}
 	if err := e.upload(w); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/lily-engine/lily/metal/device"
 	"math"
+	"time"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
@@ -33,6 +34,10 @@ type Session struct {
 	cs      []float32 // one position's RoPE cos | sin: [2·rot/2]
 	inbuf   []byte    // staging for per-call inputs
 	outbuf  []byte    // staging for readback
+
+	timed bool          // DecodeTimed: time the step on the GPU
+	gpu   time.Duration // the last timed step's GPU time
+	gpuOK bool          // the device measured gpu
 }
 
 func (e *Model) newSession() (*Session, error) {
@@ -154,7 +159,7 @@ func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
 		return nil, err
 	}
-	if err := s.e.dev.Run(s.decodePlan()); err != nil {
+	if err := s.run(s.decodePlan()); err != nil {
 		return nil, fmt.Errorf("metal: decode at %d: %w", s.pos, err)
 	}
 	s.pos++

@@ -1,5 +1,5 @@
 // Command lily serves Qwen3.6-35B-A3B through an OpenAI-compatible API and holds the tools around it:
-// serve, run, tokenize, bench, eval, inspect, synth.
+// serve, run, tokenize, bench, eval, inspect, synth, doctor.
 //
 // In GOEXPERIMENT=simd builds lily re-executes itself once with asynchronous preemption off
 // (preempt_simd.go says why).
@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"eval":     {"teacher-forced agreement and perplexity of one backend against another", cmdEval},
 		"inspect":  {"describe a checkpoint: layout, quantization, parameters, bytes", cmdInspect},
 		"synth":    {"write a random-weight checkpoint in the real layouts", cmdSynth},
+		"doctor":   {"check that this machine runs the Metal engine (device, limits, kernels, a checkpoint)", cmdDoctor},
 	}
 }
 

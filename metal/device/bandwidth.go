@@ -56,3 +56,13 @@ func timeRun(dev Device, cmds []Command) (time.Duration, error) {
 	err := dev.Run(cmds)
 	return time.Since(t0), err
 }
+
+// RunGPUTimed runs cmds and returns the GPU's own time for them where dev measures it (ok true);
+// elsewhere it runs them and returns ok false.
+func RunGPUTimed(dev Device, cmds []Command) (gpu time.Duration, ok bool, err error) {
+	if tr, has := dev.(timedRunner); has {
+		gpu, err = tr.RunTimed(cmds)
+		return gpu, true, err
+	}
+	return 0, false, dev.Run(cmds)
+}
