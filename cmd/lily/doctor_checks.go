@@ -75,7 +75,8 @@ func runDoctor(o doctorOptions) *doctorReport {
 	if lim.MaxBufferLength <= 0 || lim.WorkingSet <= 0 {
 		r.add("limits", "FAIL", "maxBufferLength %d, recommendedMaxWorkingSetSize %d", lim.MaxBufferLength, lim.WorkingSet)
 	} else {
-		r.add("limits", "PASS", "maxBufferLength %s, recommendedMaxWorkingSetSize %s", gibs(lim.MaxBufferLength), gibs(lim.WorkingSet))
+		r.add("limits", "PASS", "maxBufferLength %s, recommendedMaxWorkingSetSize %s; weights kept resident by %s",
+			gibs(lim.MaxBufferLength), gibs(lim.WorkingSet), lim.Residency)
 	}
 	if mb, err := wiredLimitMB(); err != nil {
 		r.add("wired_limit", "SKIP", "%v", err)
@@ -85,7 +86,14 @@ func runDoctor(o doctorOptions) *doctorReport {
 		r.add("wired_limit", "PASS", "iogpu.wired_limit_mb = %d", mb)
 	}
 	r.add("page_size", "PASS", "%d bytes", os.Getpagesize())
-	r.add("compile_log", "SKIP", "the device does not return the library's compile warnings yet; rerun with MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1 to see Metal's own diagnostics")
+	switch cl, ok := dev.(device.CompileLogger); {
+	case !ok:
+		r.add("compile_log", "SKIP", "%s does not collect compiler warnings (g++ compiles the emulator)", dev.Name())
+	case cl.CompileLog() == "":
+		r.add("compile_log", "PASS", "the kernel library compiled without warnings")
+	default:
+		r.add("compile_log", "PASS", "the kernel library compiled with warnings (send them): %s", cl.CompileLog())
+	}
 	if err := device.ABIProbe(dev); err != nil {
 		r.add("abi_probe", "FAIL", "%v", err)
 	} else {

@@ -56,6 +56,13 @@ type Limits struct {
 	// Source says how the device was obtained ("MTLCreateSystemDefaultDevice",
 	// "MTLCopyAllDevices", "emulator").
 	Source string
+	// Residency says how the weights are kept resident: "MTLResidencySet" (macOS 15+), or why not.
+	Residency string
+}
+
+// CompileLogger is a device that reports what its compiler said about the kernel library.
+type CompileLogger interface {
+	CompileLog() string
 }
 
 // Storage says who may touch a buffer's memory directly.

@@ -78,7 +78,8 @@ func (d *EmuDevice) Name() string { return "metal-emu" }
 
 // Limits reports the configured limits.
 func (d *EmuDevice) Limits() Limits {
-	l := Limits{MaxBufferLength: d.opt.MaxBufferLength, WorkingSet: d.opt.WorkingSet, Source: "emulator"}
+	l := Limits{MaxBufferLength: d.opt.MaxBufferLength, WorkingSet: d.opt.WorkingSet, Source: "emulator",
+		Residency: "none (the emulator's memory is the process's)"}
 	if l.MaxBufferLength <= 0 {
 		l.MaxBufferLength = emuMaxBufferLength
 	}
