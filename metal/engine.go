@@ -3,11 +3,11 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/rope"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // kernelGroup is the quantization group the kernels are compiled for (LILY_GROUP in

@@ -2,9 +2,9 @@ package metal
 
 import (
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // rows is a [n, width] region of 4-byte elements (float32 or int32) inside a buffer.

@@ -3,8 +3,9 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 	"math"
+
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // The host side of each kernel: its grid and its buffer order, written down once, matching the

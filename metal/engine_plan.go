@@ -2,9 +2,9 @@ package metal
 
 import (
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // decodePlan is one token's command buffer at position s.pos (inputs already uploaded): embed →

@@ -5,9 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 	"math"
 	"time"
+
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.

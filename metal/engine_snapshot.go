@@ -3,12 +3,12 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 	"runtime"
 	"sync"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // snapshot is a device copy of a session's state: the recurrent buffer and the used KV rows.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/lily-engine/lily/metal/device"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 

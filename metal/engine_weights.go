@@ -3,11 +3,11 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 	"math"
 	"unsafe"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // qmat is a quantized matrix on the device: windows of its packed words, bf16 scales and biases.

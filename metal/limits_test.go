@@ -2,11 +2,11 @@ package metal
 
 import (
 	"context"
-	"github.com/lily-engine/lily/metal/device"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 

@@ -6,11 +6,11 @@ package metal
 import (
 	"errors"
 	"fmt"
-	"github.com/lily-engine/lily/metal/device"
 	"io"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // Options choose the device and the context a Model runs with.

@@ -2,9 +2,10 @@ package metal
 
 import (
 	"errors"
-	"github.com/lily-engine/lily/metal/device"
 	"runtime"
 	"testing"
+
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // TestOpen checks the device names: an unknown one is an error, "metal" fails clearly
