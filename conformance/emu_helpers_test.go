@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
-	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
 	"github.com/lily-engine/lily/ref"
 )
@@ -31,7 +31,7 @@ func buildEmu(t *testing.T) *emu.Emulator {
 	if testing.Short() {
 		t.Skip("the Metal emulator compiles the kernels with g++ (~10 s) and runs them as fibers; skipped in -short")
 	}
-	e, err := emu.Build(map[string]string{"lily.metal": metal.Source()})
+	e, err := emu.Build(map[string]string{"lily.metal": device.Source()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +45,9 @@ type kern struct {
 	e dispatcher
 }
 
-// libraryKernels names every kernel that metal.Source defines.
+// libraryKernels names every kernel that device.Source defines.
 func libraryKernels(t *testing.T) map[string]bool {
-	ks, err := emu.ParseKernels(metal.Source())
+	ks, err := emu.ParseKernels(device.Source())
 	if err != nil {
 		t.Fatal(err)
 	}

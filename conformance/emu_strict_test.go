@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
 )
 
@@ -15,7 +15,7 @@ import (
 // by new once: a deliberately broken kernel for showing that an emulator check catches the bug.
 func brokenCopy(t *testing.T, name, suffix, old, new string) string {
 	t.Helper()
-	src := metal.Source()
+	src := device.Source()
 	i := strings.Index(src, "kernel void "+name+"(")
 	if i < 0 {
 		t.Fatalf("kernel %s not in the library", name)
@@ -44,7 +44,7 @@ func TestEmuCatchesBrokenKernels(t *testing.T) {
 			"if (lane == 0) part[0] = v;\n  }\n  threadgroup_barrier(mem_flags::mem_threadgroup);\n",
 			"if (lane == 0) part[0] = v;\n  }\n"),
 	}, "\n")
-	e, err := emu.Build(map[string]string{"lily.metal": metal.Source(), "zz_broken.metal": broken})
+	e, err := emu.Build(map[string]string{"lily.metal": device.Source(), "zz_broken.metal": broken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,17 +3,19 @@ package conformance
 import (
 	"errors"
 	"os/exec"
+	"runtime"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
 )
 
-// metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the kernels keep
-// activations in float32 (ref accumulates in float64) and sum in their own orders (SIMD-lane
-// partial sums, 8×8 tiles); measured ~1e-7 on this model.
+// metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the KV cache holds
+// keys and values in fp16 (2^-11 relative rounding; a bf16 cache exceeds this budget on the
+// fixtures), the activations are float32 summed in the kernels' own orders.
 const metalLogitTol = 1e-4
 
 // Budgets of issue 6, the same as fast's: teacher-forced top-1 agreement and relative perplexity.
@@ -67,7 +69,7 @@ func TestMetalEngineEmulated(t *testing.T) {
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("the Metal kernel emulator needs g++, which is not installed")
 	}
-	dev, err := metal.NewEmuDevice()
+	dev, err := device.NewEmuDevice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +77,11 @@ func TestMetalEngineEmulated(t *testing.T) {
 	checkMetalEngine(t, dev)
 }
 
-// TestMetalEngineGPU is the same check on the Metal GPU; it skips where there is none.
+// TestMetalEngineGPU is the same check on the Metal GPU. It skips off darwin/arm64, where there is
+// none; on an Apple Silicon Mac a device that does not open fails it.
 func TestMetalEngineGPU(t *testing.T) {
-	dev, err := metal.NewMetalDevice()
-	if errors.Is(err, metal.ErrNoMetal) {
+	dev, err := device.NewMetalDevice()
+	if errors.Is(err, device.ErrNoMetal) && (runtime.GOOS != "darwin" || runtime.GOARCH != "arm64") {
 		t.Skipf("no Metal GPU here (%v); TestMetalEngineEmulated runs the same plans on the CPU", err)
 	}
 	if err != nil {
@@ -90,7 +93,7 @@ func TestMetalEngineGPU(t *testing.T) {
 
 // checkMetalEngine holds the Metal engine on dev to ref through the shared suite (checkBackend),
 // and checks what only Metal does: the GPU's own top-k, and the rejection of a dense layout.
-func checkMetalEngine(t *testing.T, dev metal.Device) {
+func checkMetalEngine(t *testing.T, dev device.Device) {
 	open := func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error) {
 		return metal.Open(w, metal.Options{Dev: dev, MaxContext: maxCtx})
 	}

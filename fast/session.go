@@ -141,6 +141,9 @@ type snapshot struct {
 
 func (p *snapshot) Len() int { return p.pos }
 
+// Release does nothing: the snapshot is Go memory, which the garbage collector frees.
+func (*snapshot) Release() {}
+
 func clone(xs [][]float32) [][]float32 {
 	out := make([][]float32, len(xs))
 	for i, x := range xs {

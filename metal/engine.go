@@ -7,6 +7,7 @@ import (
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/rope"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // kernelGroup is the quantization group the kernels are compiled for (LILY_GROUP in
@@ -21,19 +22,20 @@ const kernelGroup = 64
 // A Model is safe for concurrent use through distinct Sessions (the device serializes their
 // command buffers); one Session is used by one goroutine at a time.
 type Model struct {
-	dev    Device
+	dev    device.Device
 	cfg    *checkpoint.Config
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
 	topK   int // how many ids logits_topk returns per step
-	kvStep int // KV cache growth step in tokens
 
 	w      deviceWeights
-	wbufs  []Buffer // wrapped weight memory and the vector arena, freed by Close
-	zeroes Buffer   // E+1 zero words: the source of the moe_count reset copy
+	wbufs  []device.Buffer // wrapped weight memory and the vector arena, freed by Close
+	zeroes device.Buffer   // E+1 zero words: the source of the moe_count reset copy
 	sizes  sizes
 	rope   *rope.Table // RoPE inverse frequencies; setInputs fills each position's tables from it
 	ownDev bool        // Close closes dev (Open opened it)
+	loaded WeightBytes // how upload bound the weights
+	foot   Footprint   // what the model needs on the device, checked before upload
 }
 
 // sizes are the model dimensions the plans use.
@@ -48,9 +50,9 @@ type sizes struct {
 // newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
 // when it opened dev). Only the MLX (quantized) layout runs on Metal: every matrix must be 4- or
 // 8-bit with group size 64. maxCtx bounds a session's length (0 means the config's
-// max_position_embeddings); KV caches grow on demand up to it. The weights must stay valid (mapped)
+// max_position_embeddings); each session allocates its KV caches to it. The weights must stay valid (mapped)
 // until Close.
-func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
+func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, error) {
 	if w == nil || w.Config == nil {
 		return nil, errors.New("metal: nil weights or config")
 	}
@@ -64,7 +66,7 @@ func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK, kvStep: defaultKVStep}
+	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK}
 	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
 	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
 		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
@@ -76,11 +78,15 @@ func newModel(w *checkpoint.Weights, dev Device, maxCtx int) (*Model, error) {
 	if err := e.sizes.pipelineLanes(dev); err != nil {
 		return nil, err
 	}
+	e.foot = e.footprint(w)
+	if err := checkMemory(e.foot, dev.Limits()); err != nil {
+		return nil, err
+	}
 	if err := e.upload(w); err != nil {
 		e.Close()
 		return nil, err
 	}
-	z, err := dev.Alloc(4*(e.sizes.e+1), Private)
+	z, err := dev.Alloc(4*(e.sizes.e+1), device.Private)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("metal: %w", err)
@@ -198,5 +204,19 @@ func (e *Model) Close() error {
 var (
 	_ engine.Backend = (*Model)(nil)
 	_ engine.Session = (*Session)(nil)
-	_ Device         = (*EmuDevice)(nil)
+	_ device.Device  = (*device.EmuDevice)(nil)
 )
+
+// mats lists the device matrices in the order each visits the checkpoint's.
+func (e *Model) mats() []*qmat {
+	qs := []*qmat{e.w.embed, e.w.lmHead}
+	for _, l := range e.w.layers {
+		if l.kind == checkpoint.LinearAttention {
+			qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
+		} else {
+			qs = append(qs, l.q, l.k, l.v, l.o)
+		}
+		qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
+	}
+	return qs
+}

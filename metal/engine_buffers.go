@@ -4,20 +4,25 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // rows is a [n, width] region of 4-byte elements (float32 or int32) inside a buffer.
 type rows struct {
-	buf      Buffer
+	buf      device.Buffer
 	off      int
 	width, n int
 }
 
 // first is the window of rows [0, t).
-func (r rows) first(t int) Arg { return Arg{Buf: r.buf, Off: r.off, Len: 4 * t * r.width} }
+func (r rows) first(t int) device.Arg {
+	return device.Arg{Buf: r.buf, Off: r.off, Len: 4 * t * r.width}
+}
 
 // row is the window of row i.
-func (r rows) row(i int) Arg { return Arg{Buf: r.buf, Off: r.off + 4*i*r.width, Len: 4 * r.width} }
+func (r rows) row(i int) device.Arg {
+	return device.Arg{Buf: r.buf, Off: r.off + 4*i*r.width, Len: 4 * r.width}
+}
 
 // layout hands out 256-byte aligned regions of one buffer before it is allocated.
 type layout struct {
@@ -33,7 +38,7 @@ func (l *layout) take(width, n int) *rows {
 }
 
 // alloc allocates the buffer and points every region at it.
-func (l *layout) alloc(dev Device, s Storage) (Buffer, error) {
+func (l *layout) alloc(dev device.Device, s device.Storage) (device.Buffer, error) {
 	b, err := dev.Alloc(max(l.n, 256), s)
 	if err != nil {
 		return nil, err
@@ -51,17 +56,33 @@ type scratch struct {
 	ids, wts, sgate                    *rows // router: [t, k], [t, k], [t]
 	counts, offsets, cursor, order     *rows // expert grouping
 	act, out, sact, su, shared         *rows // MoE
-	tokIDs, cs, logits, top, topv, lse *rows // Shared: per-call inputs and readback
+	tokIDs, cs, logits, top, topv, lse *rows // device.Shared: per-call inputs and readback
 }
 
 // decodeSplit is how many keys one attn_decode_split threadgroup covers.
 const decodeSplit = 256
 
-// newScratch lays out the chunk activations (private) and the inputs/readback (shared).
-func (e *Model) newScratch() (*scratch, []Buffer, error) {
+// newScratch allocates the chunk activations (private) and the inputs/readback (shared).
+func (e *Model) newScratch() (*scratch, []device.Buffer, error) {
+	sc, p, io := e.scratchLayout()
+	pb, err := p.alloc(e.dev, device.Private)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metal: activations: %w", err)
+	}
+	ib, err := io.alloc(e.dev, device.Shared)
+	if err != nil {
+		e.dev.Free(pb)
+		return nil, nil, fmt.Errorf("metal: io buffers: %w", err)
+	}
+	return sc, []device.Buffer{pb, ib}, nil
+}
+
+// scratchLayout lays out the chunk activations (p) and the inputs/readback (io) without
+// allocating them.
+func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	s, t := &e.sizes, e.chunk
-	var p, io layout
-	sc := &scratch{}
+	p, io = &layout{}, &layout{}
+	sc = &scratch{}
 	sc.h, sc.a = p.take(s.h, t), p.take(s.h, t)
 	sc.qkv, sc.z, sc.y = p.take(s.c, t), p.take(s.hv*s.dv, t), p.take(s.hv*s.dv, t)
 	sc.bb, sc.aa = p.take(s.hv, t), p.take(s.hv, t)
@@ -76,36 +97,28 @@ func (e *Model) newScratch() (*scratch, []Buffer, error) {
 	sc.sact, sc.su, sc.shared = p.take(s.shared, t), p.take(s.shared, t), p.take(s.h, t)
 	sc.tokIDs, sc.cs = io.take(1, t), io.take(max(s.rot, 1), t)
 	sc.logits, sc.top, sc.topv, sc.lse = io.take(s.v, 1), io.take(e.topK, 1), io.take(e.topK, 1), io.take(1, 1)
-	pb, err := p.alloc(e.dev, Private)
-	if err != nil {
-		return nil, nil, fmt.Errorf("metal: activations: %w", err)
-	}
-	ib, err := io.alloc(e.dev, Shared)
-	if err != nil {
-		e.dev.Free(pb)
-		return nil, nil, fmt.Errorf("metal: io buffers: %w", err)
-	}
-	return sc, []Buffer{pb, ib}, nil
+	return sc, p, io
 }
 
 // state is one sequence's recurrent memory: conv and DeltaNet state of every GDN layer in one
-// buffer, and a KV cache per attention layer that grows in steps of the engine's kvStep tokens.
+// buffer, and a KV cache per attention layer allocated once to the engine's context limit (so a
+// session never grows, copies or reallocates it, and what it holds was checked against the
+// device's working set before loading).
 type state struct {
-	rec    Buffer
+	rec    device.Buffer
 	conv   []*rows // per layer (GDN only): [K-1, C]
 	ssm    []*rows // per layer (GDN only): [Hv, Dk*Dv]
-	k, v   []Buffer
-	kvCap  int // tokens each KV buffer holds
-	kvRow  int // bytes per cached token per layer (Hkv*D float32)
+	k, v   []device.Buffer
+	kvRow  int // bytes per cached token per layer (Hkv*D fp16)
 	layers []checkpoint.LayerKind
 }
 
-// defaultKVStep is the KV cache growth step in tokens.
-const defaultKVStep = 256
+// kvElem is the size of one cached key or value element: IEEE half (kv_t in attn.metal).
+const kvElem = 2
 
 func (e *Model) newState() (*state, error) {
 	s := &e.sizes
-	st := &state{kvRow: 4 * s.hkv * s.d}
+	st := &state{kvRow: kvElem * s.hkv * s.d}
 	var l layout
 	for _, dl := range e.w.layers {
 		st.layers = append(st.layers, dl.kind)
@@ -115,63 +128,40 @@ func (e *Model) newState() (*state, error) {
 		}
 		st.conv, st.ssm = append(st.conv, c), append(st.ssm, m)
 	}
-	b, err := l.alloc(e.dev, Private)
+	b, err := l.alloc(e.dev, device.Private)
 	if err != nil {
 		return nil, fmt.Errorf("metal: recurrent state: %w", err)
 	}
 	st.rec = b
-	st.k, st.v = make([]Buffer, len(st.layers)), make([]Buffer, len(st.layers))
-	return st, nil
-}
-
-// reserveKV grows every KV cache to hold need tokens, keeping the first keep tokens.
-func (e *Model) reserveKV(st *state, need, keep int) error {
-	if need <= st.kvCap {
-		return nil
-	}
-	nc := min(cdiv(need, e.kvStep)*e.kvStep, max(e.maxCtx, need))
-	var cmds []Command
-	var old []Buffer
+	st.k, st.v = make([]device.Buffer, len(st.layers)), make([]device.Buffer, len(st.layers))
 	for i, kind := range st.layers {
 		if kind != checkpoint.FullAttention {
 			continue
 		}
-		for _, p := range []*Buffer{&st.k[i], &st.v[i]} {
-			b, err := e.dev.Alloc(nc*st.kvRow, Private)
-			if err != nil {
-				return fmt.Errorf("metal: KV cache of %d tokens: %w", nc, err)
+		for _, p := range []*device.Buffer{&st.k[i], &st.v[i]} {
+			if *p, err = e.dev.Alloc(e.maxCtx*st.kvRow, device.Private); err != nil {
+				st.free(e.dev)
+				return nil, fmt.Errorf("metal: KV cache of %d tokens: %w", e.maxCtx, err)
 			}
-			if *p != nil {
-				if keep > 0 {
-					cmds = append(cmds, &Copy{Src: *p, Dst: b, N: keep * st.kvRow})
-				}
-				old = append(old, *p)
-			}
-			*p = b
 		}
 	}
-	if len(cmds) > 0 {
-		if err := e.dev.Run(cmds); err != nil {
-			return fmt.Errorf("metal: growing the KV cache: %w", err)
-		}
-	}
-	for _, b := range old {
-		e.dev.Free(b)
-	}
-	st.kvCap = nc
-	return nil
+	return st, nil
 }
 
 // kv is the window of layer i's keys or values for tokens [0, n).
-func (st *state) kv(b Buffer, n int) Arg { return Arg{Buf: b, Off: 0, Len: n * st.kvRow} }
+func (st *state) kv(b device.Buffer, n int) device.Arg {
+	return device.Arg{Buf: b, Off: 0, Len: n * st.kvRow}
+}
 
-func (st *state) free(dev Device) {
+func (st *state) free(dev device.Device) {
 	if st.rec != nil {
 		dev.Free(st.rec)
 	}
 	for i := range st.k {
 		if st.k[i] != nil {
 			dev.Free(st.k[i])
+		}
+		if st.v[i] != nil {
 			dev.Free(st.v[i])
 		}
 	}

@@ -4,17 +4,18 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // decodePlan is one token's command buffer at position s.pos (inputs already uploaded): embed →
 // per layer [rms_norm, GDN (qmv×4, gdn_scan, qmv_add) or attention (qmv×3, attn_prep,
 // attn_decode_split/combine, qmv_add), rms_norm, router_topk, moe_gate_up, moe_down] → final
 // rms_norm, lm_head qmv, logits_topk. Expert ids stay on the GPU.
-func (s *Session) decodePlan() []Command {
+func (s *Session) decodePlan() []device.Command {
 	e, sz, sc, st := s.e, &s.e.sizes, s.sc, s.st
 	h, a := sc.h.row(0), sc.a.row(0)
 	n := s.pos + 1
-	cmds := []Command{embedRows(e.w.embed, 1, sc.tokIDs.first(1), h)}
+	cmds := []device.Command{embedRows(e.w.embed, 1, sc.tokIDs.first(1), h)}
 	for i := range e.w.layers {
 		l := &e.w.layers[i]
 		cmds = append(cmds, rmsNorm(1, sz.h, h, l.inNorm, a, sz.eps))
@@ -35,29 +36,30 @@ func (s *Session) decodePlan() []Command {
 		cmds = append(cmds, rmsNorm(1, sz.h, h, l.postNorm, a, sz.eps),
 			routerTopK(sz, l, 1, a, sc.ids.row(0), sc.wts.row(0), sc.sgate.row(0)))
 		stride := max(sz.inter, sz.shared)
-		act := Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * (sz.k + 1) * stride}
+		act := device.Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * (sz.k + 1) * stride}
 		cmds = append(cmds, moeDecode(sz, l, sc.ids.row(0), sc.wts.row(0), sc.sgate.row(0), a, act, h)...)
 	}
 	return append(cmds, s.logitsPlan(h)...)
 }
 
 // logitsPlan is the last position's head: final norm of h [H] → lm_head → logits [V] → top-k.
-func (s *Session) logitsPlan(h Arg) []Command {
+func (s *Session) logitsPlan(h device.Arg) []device.Command {
 	e, sz, sc := s.e, &s.e.sizes, s.sc
 	a := sc.a.row(0)
-	return []Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false),
+	return []device.Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false),
 		logitsTopK(sz, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))}
 }
 
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
 // plan's layers as GEMMs over the chunk, gdn_scan over t tokens, causal attn_prefill, and the MoE
 // with the slots grouped by expert on the GPU (moe_count/scan/scatter, grouped GEMMs,
-// moe_combine). With all set, the head runs on every row into the all-logits buffer.
-func (s *Session) prefillPlan(t int, all bool) []Command {
+// moe_combine). With all set, the head runs on every row into the all-logits buffer; else, with
+// head set (the prompt's last chunk), on the last row only; else not at all.
+func (s *Session) prefillPlan(t int, all, head bool) []device.Command {
 	e, sz, sc, st := s.e, &s.e.sizes, s.sc, s.st
 	h, a := sc.h.first(t), sc.a.first(t)
 	n := s.pos + t
-	cmds := []Command{embedRows(e.w.embed, t, sc.tokIDs.first(t), h)}
+	cmds := []device.Command{embedRows(e.w.embed, t, sc.tokIDs.first(t), h)}
 	for i := range e.w.layers {
 		l := &e.w.layers[i]
 		cmds = append(cmds, rmsNorm(t, sz.h, h, l.inNorm, a, sz.eps))
@@ -81,27 +83,32 @@ func (s *Session) prefillPlan(t int, all bool) []Command {
 		cmds = append(cmds, moeGroup(sz, t*sz.k, e.zeroes, ids, sc.counts.first(1), sc.offsets.first(1),
 			sc.cursor.first(1), sc.order.first(t))...)
 		out := sc.out.first(t * sz.k)
-		act := Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * t * sz.k * sz.inter}
+		act := device.Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * t * sz.k * sz.inter}
 		cmds = append(cmds, moeGemm(sz, l, t, a, sc.order.first(t), sc.offsets.first(1), act, out)...)
 		sact, su, shared := sc.sact.first(t), sc.su.first(t), sc.shared.first(t)
 		cmds = append(cmds, qmm(l.sg, t, a, sact, false), qmm(l.su, t, a, su, false), swiglu(t*sz.shared, sact, su),
 			qmm(l.sd, t, sact, shared, false), moeCombine(sz, l, t, out, wts, sg, shared, h))
 	}
+	if !all && !head {
+		return cmds
+	}
 	if !all {
 		return append(cmds, s.logitsPlan(sc.h.row(t-1))...)
 	}
-	rowsAll := Arg{Buf: s.all, Off: 0, Len: 4 * t * sz.v}
-	last := Arg{Buf: s.all, Off: 4 * (t - 1) * sz.v, Len: 4 * sz.v}
+	rowsAll := device.Arg{Buf: s.all, Off: 0, Len: 4 * t * sz.v}
+	last := device.Arg{Buf: s.all, Off: 4 * (t - 1) * sz.v, Len: 4 * sz.v}
 	return append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
-		&Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v},
+		&device.Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v},
 		logitsTopK(sz, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
 }
 
-// prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt.
-func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) error) error {
+// prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt. Only the
+// prompt's last chunk (last) runs the lm_head and top-k and reads them back, unless each wants
+// every position's logits.
+func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) error, last bool) error {
 	e, t := s.e, len(toks)
 	if each != nil && s.all == nil {
-		b, err := e.dev.Alloc(4*e.chunk*e.sizes.v, Shared)
+		b, err := e.dev.Alloc(4*e.chunk*e.sizes.v, device.Shared)
 		if err != nil {
 			return fmt.Errorf("metal: logits of a chunk: %w", err)
 		}
@@ -110,7 +117,7 @@ func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) 
 	if err := s.setInputs(toks, s.pos); err != nil {
 		return err
 	}
-	if err := s.run(s.prefillPlan(t, each != nil), s.pos); err != nil {
+	if err := s.run(s.prefillPlan(t, each != nil, last), s.pos); err != nil {
 		return fmt.Errorf("metal: prefill at %d: %w", s.pos, err)
 	}
 	s.pos += t

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/trace"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
@@ -25,10 +27,10 @@ type Session struct {
 	pos  int
 	st   *state
 	sc   *scratch
-	bufs []Buffer // scratch and io buffers
+	bufs []device.Buffer // scratch and io buffers
 
-	logits  []float32 // host copy of the last position's logits
-	all     Buffer    // [chunk, V] logits of every position, allocated on first Prefill with each
+	logits  []float32     // host copy of the last position's logits
+	all     device.Buffer // [chunk, V] logits of every position, allocated on first Prefill with each
 	allHost []float32
 	topIDs  []int32
 	topVals []float32
@@ -36,6 +38,10 @@ type Session struct {
 	inbuf   []byte         // staging for per-call inputs
 	outbuf  []byte         // staging for readback
 	obs     trace.Observer // nil: no observation (engine_trace.go)
+
+	timed bool          // DecodeTimed: time the step on the GPU
+	gpu   time.Duration // the last timed step's GPU time
+	gpuOK bool          // the device measured gpu
 }
 
 func (e *Model) newSession() (*Session, error) {
@@ -159,9 +165,6 @@ func (s *Session) Decode(ctx context.Context, tok int32, o engine.StepOptions) (
 	if err := ctx.Err(); err != nil {
 		return engine.StepResult{}, err
 	}
-	if err := s.e.reserveKV(s.st, s.pos+1, s.pos); err != nil {
-		return engine.StepResult{}, err
-	}
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
 		return engine.StepResult{}, err
 	}
@@ -181,15 +184,12 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 	if err := s.check(len(toks), toks...); err != nil {
 		return engine.StepResult{}, err
 	}
-	if err := s.e.reserveKV(s.st, s.pos+len(toks), s.pos); err != nil {
-		return engine.StepResult{}, err
-	}
 	for c0 := 0; c0 < len(toks); c0 += s.e.chunk {
 		if err := ctx.Err(); err != nil {
 			return engine.StepResult{}, err
 		}
 		c1 := min(c0+s.e.chunk, len(toks))
-		if err := s.prefillChunk(toks[c0:c1], c0, each); err != nil {
+		if err := s.prefillChunk(toks[c0:c1], c0, each, c1 == len(toks)); err != nil {
 			return engine.StepResult{}, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -58,14 +59,14 @@ func relDiff(a, b []float32) float64 {
 }
 
 // TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
-// requested, then decodes, on the emulator, against ref; small chunk and KV steps make the prefill
-// cross chunks and a decode grow the KV caches.
+// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
+// chunks.
 func TestEngineChunksAndEach(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := NewEmuDevice()
+	dev, err := device.NewEmuDevice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	e.chunk = 4  // 10 tokens: chunks of 4, 4, 2
-	e.kvStep = 3 // prefill reserves 12 tokens; the third decode grows the caches, copying 12 rows
+	e.chunk = 4 // 10 tokens: chunks of 4, 4, 2
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
@@ -125,14 +125,15 @@ func TestEngineChunksAndEach(t *testing.T) {
 	}
 }
 
-// logitTol bounds |metal − ref| relative to the logits' spread: float32 kernels against ref's
-// float64 accumulation, summed in other orders (measured ~1e-7 here).
-const logitTol = 1e-4
+// logitTol bounds |metal − ref| relative to the logits' spread: the KV cache rounds keys and values
+// to fp16 (2^-11 relative), which dominates float32 summation order (measured 1.7e-4 here; 2.5e-3
+// with a bf16 cache).
+const logitTol = 1e-3
 
 // TestNewModelRejects checks the errors for checkpoints the kernels cannot run. The zero
 // EmuDevice allocates and wraps without the emulator process, so no g++ is needed.
 func TestNewModelRejects(t *testing.T) {
-	dev := &EmuDevice{}
+	dev := &device.EmuDevice{}
 	if _, err := newModel(nil, dev, 0); err == nil {
 		t.Error("nil weights accepted")
 	}
@@ -168,25 +169,25 @@ func TestNewModelRejects(t *testing.T) {
 // TestRunChecksCommands checks that malformed command buffers are errors before they reach a
 // device, not faults.
 func TestRunChecksCommands(t *testing.T) {
-	dev := &EmuDevice{}
-	b, err := dev.Alloc(64, Private)
+	dev := &device.EmuDevice{}
+	b, err := dev.Alloc(64, device.Private)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, cmd := range map[string]Command{
-		"window past the end": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
-		"unbound buffer": &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []Arg{{Buf: b}, {}, inline(dims(1))}},
-		"too many threads":  &Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
-		"empty grid":        &Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
-		"copy past the end": &Copy{Src: b, Dst: b, SrcOff: 32, N: 64},
+	for name, cmd := range map[string]device.Command{
+		"window past the end": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []device.Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
+		"unbound buffer": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
+			Args: []device.Arg{{Buf: b}, {}, inline(dims(1))}},
+		"too many threads":  &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
+		"empty grid":        &device.Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
+		"copy past the end": &device.Copy{Src: b, Dst: b, SrcOff: 32, N: 64},
 	} {
-		if err := check([]Command{cmd}); err == nil {
+		if err := device.Check([]device.Command{cmd}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := dev.Alloc(0, Shared); err == nil {
+	if _, err := dev.Alloc(0, device.Shared); err == nil {
 		t.Error("zero-byte alloc accepted")
 	}
 	if err := dev.Upload(b, 60, make([]byte, 8)); err == nil {
@@ -204,27 +205,18 @@ func TestWeightWindows(t *testing.T) {
 				m.W.File, m.Scales.File, m.Biases.File = "", "", ""
 			})
 		}
-		dev := &EmuDevice{}
+		dev := &device.EmuDevice{}
 		e, err := newModel(w, dev, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var qs []*qmat
-		qs = append(qs, e.w.embed, e.w.lmHead)
-		for _, l := range e.w.layers {
-			if l.kind == checkpoint.LinearAttention {
-				qs = append(qs, l.qkv, l.z, l.b, l.a, l.out)
-			} else {
-				qs = append(qs, l.q, l.k, l.v, l.o)
-			}
-			qs = append(qs, l.router, l.gate, l.up, l.down, l.sg, l.su, l.sd, l.seg)
-		}
+		qs := e.mats()
 		i := 0
 		each(w, func(m *checkpoint.Matrix) {
 			q := qs[i]
 			i++
 			for _, p := range []struct {
-				a Arg
+				a device.Arg
 				t checkpoint.Tensor
 			}{{q.w, m.W}, {q.s, m.Scales}, {q.b, m.Biases}} {
 				got := make([]byte, p.a.Len)

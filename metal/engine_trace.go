@@ -8,6 +8,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/trace"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // Observe attaches o to the session (nil detaches it): every later step reports its named
@@ -17,13 +18,20 @@ func (s *Session) Observe(o trace.Observer) { s.obs = o }
 
 var _ trace.Observable = (*Session)(nil)
 
-// run runs one step's plan for the tokens at positions pos.. .
-func (s *Session) run(cmds []Command, pos int) error {
-	if s.obs == nil {
+// run runs one step's plan for the tokens at positions pos..: in pieces with the device's buffers
+// read between them when an observer is attached, else as one command buffer, timed on the GPU when
+// DecodeTimed asked for it.
+func (s *Session) run(cmds []device.Command, pos int) error {
+	if s.obs != nil {
+		o := &observed{s: s, cmds: cmds, pos: pos}
+		return o.runObserved()
+	}
+	if !s.timed {
 		return s.e.dev.Run(cmds)
 	}
-	o := &observed{s: s, cmds: cmds, pos: pos}
-	return o.runObserved()
+	var err error
+	s.gpu, s.gpuOK, err = device.RunGPUTimed(s.e.dev, cmds)
+	return err
 }
 
 // observeLogits reports the last processed position's logits (after readback).
@@ -36,7 +44,7 @@ func (s *Session) observeLogits() {
 // observed is the state of one observed step: the plan, how far it has run, the device reads.
 type observed struct {
 	s    *Session
-	cmds []Command
+	cmds []device.Command
 	next int // the first command not yet run
 	pos  int
 	raw  []byte
@@ -54,7 +62,7 @@ func (o *observed) runTo(i int) error {
 }
 
 // read downloads a float32 window: [Len/4].
-func (o *observed) read(a Arg) ([]float32, error) {
+func (o *observed) read(a device.Arg) ([]float32, error) {
 	if cap(o.raw) < a.Len {
 		o.raw = make([]byte, a.Len)
 	}
@@ -68,7 +76,7 @@ func (o *observed) read(a Arg) ([]float32, error) {
 }
 
 // write uploads x into a's window (the tests' injected error reaching the rest of the plan).
-func (o *observed) write(a Arg, x []float32) error {
+func (o *observed) write(a device.Arg, x []float32) error {
 	b := make([]byte, 0, 4*len(x))
 	for _, v := range x {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
@@ -77,7 +85,7 @@ func (o *observed) write(a Arg, x []float32) error {
 }
 
 // report shows x (rows of H) as point p and writes it back to a when the observer changed it.
-func (o *observed) report(p trace.Point, a Arg, x []float32) error {
+func (o *observed) report(p trace.Point, a device.Arg, x []float32) error {
 	before := slices.Clone(x)
 	o.s.obs.Rows(p, o.pos, len(x)/o.s.e.sizes.h, x)
 	if slices.Equal(before, x) {
@@ -88,7 +96,7 @@ func (o *observed) report(p trace.Point, a Arg, x []float32) error {
 
 // delta reports d = after − before as point p (a mixer or MoE output, which the plan adds into
 // the residual in place); where the observer changes d, after becomes before + d on the device.
-func (o *observed) delta(p trace.Point, a Arg, before, after []float32) error {
+func (o *observed) delta(p trace.Point, a device.Arg, before, after []float32) error {
 	d := make([]float32, len(after))
 	for i := range d {
 		d[i] = after[i] - before[i]
@@ -109,7 +117,8 @@ func (o *observed) delta(p trace.Point, a Arg, before, after []float32) error {
 // runObserved runs a decode or prefill plan in pieces, reporting each point between them. It finds
 // the points from the plan's own commands: embed first; per layer the input rms_norm (its input
 // is the layer input h, its output the input norm), the mixer's commands, which end by adding into
-// h, the post rms_norm, router_topk, and the MoE's, which end by adding into h; the final rms_norm.
+// h, the post rms_norm, router_topk, and the MoE's, which end by adding into h; the final rms_norm
+// (in the last prefill chunk and in decode only).
 // A mixer's and a MoE block's outputs are the differences of h around them (the plan never holds
 // them apart), within float32 rounding of h. The router's logits stay in threadgroup memory in
 // router_topk, so an extra qmv per row computes them into the MoE output scratch (unused then).
@@ -117,7 +126,7 @@ func (o *observed) runObserved() error {
 	e, sz := o.s.e, &o.s.e.sizes
 	var norms, routers []int
 	for i, c := range o.cmds {
-		if d, ok := c.(*Dispatch); ok {
+		if d, ok := c.(*device.Dispatch); ok {
 			switch d.Kernel {
 			case "rms_norm":
 				norms = append(norms, i)
@@ -126,12 +135,13 @@ func (o *observed) runObserved() error {
 			}
 		}
 	}
-	emb, ok := o.cmds[0].(*Dispatch)
+	emb, ok := o.cmds[0].(*device.Dispatch)
 	nl := len(e.w.layers)
-	if !ok || emb.Kernel != "embed" || len(norms) != 2*nl+1 || len(routers) != nl {
+	head := len(norms) == 2*nl+1 // a prefill chunk before the last has no final norm and lm_head
+	if !ok || emb.Kernel != "embed" || (len(norms) != 2*nl && !head) || len(routers) != nl {
 		return fmt.Errorf("metal: observed plan: %d rms_norm and %d router_topk dispatches for %d layers", len(norms), len(routers), nl)
 	}
-	arg := func(i, j int) Arg { return o.cmds[i].(*Dispatch).Args[j] }
+	arg := func(i, j int) device.Arg { return o.cmds[i].(*device.Dispatch).Args[j] }
 	if err := o.runTo(1); err != nil {
 		return err
 	}
@@ -144,16 +154,20 @@ func (o *observed) runObserved() error {
 	}
 	for l := range nl {
 		in, post, rt := norms[2*l], norms[2*l+1], routers[l]
+		end := len(o.cmds) // where layer l's MoE block has ended: the next norm, else the plan's end
+		if 2*l+2 < len(norms) {
+			end = norms[2*l+2]
+		}
 		steps := []struct {
 			at   int
 			p    trace.Point
-			a    Arg
+			a    device.Arg
 			mode int // 0: report a row; 1: the mixer; 2: the MoE block
 		}{
 			{in + 1, trace.At(l, trace.InputNorm), arg(in, 2), 0},
 			{post, trace.At(l, mixerSite(e.w.layers[l].kind)), arg(post, 0), 1},
 			{post + 1, trace.At(l, trace.PostNorm), arg(post, 2), 0},
-			{norms[2*l+2], trace.At(l, trace.MoEOut), arg(post, 0), 2},
+			{end, trace.At(l, trace.MoEOut), arg(post, 0), 2},
 		}
 		for _, st := range steps {
 			if err := o.runTo(st.at); err != nil {
@@ -189,6 +203,9 @@ func (o *observed) runObserved() error {
 			}
 		}
 	}
+	if !head {
+		return o.runTo(len(o.cmds))
+	}
 	fin := norms[2*nl]
 	if err := o.runTo(fin + 1); err != nil {
 		return err
@@ -206,26 +223,26 @@ func (o *observed) runObserved() error {
 // logits from one extra qmv per row.
 func (o *observed) route(l, rt int) error {
 	e, sz, sc := o.s.e, &o.s.e.sizes, o.s.sc
-	d := o.cmds[rt].(*Dispatch)
+	d := o.cmds[rt].(*device.Dispatch)
 	x, idsArg, wtsArg := d.Args[6], d.Args[7], d.Args[8]
 	t := x.Len / (4 * sz.h)
 	if t*sz.e > sc.out.width*sc.out.n {
 		return fmt.Errorf("metal: observed plan: no room for %d router logits", t*sz.e)
 	}
-	var cmds []Command
+	var cmds []device.Command
 	for i := range t {
-		xi := Arg{Buf: x.Buf, Off: x.Off + 4*i*sz.h, Len: 4 * sz.h}
-		yi := Arg{Buf: sc.out.buf, Off: sc.out.off + 4*i*sz.e, Len: 4 * sz.e}
+		xi := device.Arg{Buf: x.Buf, Off: x.Off + 4*i*sz.h, Len: 4 * sz.h}
+		yi := device.Arg{Buf: sc.out.buf, Off: sc.out.off + 4*i*sz.e, Len: 4 * sz.e}
 		cmds = append(cmds, qmv(e.w.layers[l].router, xi, yi, false))
 	}
 	if err := e.dev.Run(cmds); err != nil {
 		return err
 	}
-	logits, err := o.read(Arg{Buf: sc.out.buf, Off: sc.out.off, Len: 4 * t * sz.e})
+	logits, err := o.read(device.Arg{Buf: sc.out.buf, Off: sc.out.off, Len: 4 * t * sz.e})
 	if err != nil {
 		return err
 	}
-	w, err := o.read(Arg{Buf: wtsArg.Buf, Off: wtsArg.Off, Len: 4 * t * sz.k})
+	w, err := o.read(device.Arg{Buf: wtsArg.Buf, Off: wtsArg.Off, Len: 4 * t * sz.k})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/trace"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // TestObservedPlanMatches runs the same prefill (across chunks) and decode steps with and without
@@ -16,7 +17,7 @@ func TestObservedPlanMatches(t *testing.T) {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := NewEmuDevice()
+	dev, err := device.NewEmuDevice()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,13 @@ import (
 	"unsafe"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // qmat is a quantized matrix on the device: windows of its packed words, bf16 scales and biases.
 // Stacked experts keep all experts in one window; the kernels index expert e's rows at e*out.
 type qmat struct {
-	w, s, b        Arg
+	w, s, b        device.Arg
 	out, in, bits  int
 	name           string
 	experts, bytes int
@@ -20,7 +21,7 @@ type qmat struct {
 
 // vec is a float32 vector in the engine's vector arena (a pointer: its Buf is set once the arena
 // is uploaded).
-type vec = *Arg
+type vec = *device.Arg
 
 // deviceWeights are the model's tensors as kernel arguments.
 type deviceWeights struct {
@@ -47,57 +48,92 @@ type deviceLayer struct {
 type span struct {
 	start, end uintptr
 	first      []byte // the tensor that starts at start
-	buf        Buffer
-	off        int // where start sits in buf
+	buf        device.Buffer
+	off        int  // where start sits in buf
+	copied     bool // buf is one copy of the span (its tensors are misaligned in the file)
 }
 
-// upload wraps every quantized tensor (one wrap per mapped file, so Metal can use the file mapping
-// in place) and copies the float vectors into one arena.
+// quantTensors calls f with every quantized tensor of w and the alignment its kernels load it at
+// (packed words 4 bytes, bf16 scales and biases 2).
+func quantTensors(w *checkpoint.Weights, f func(t *checkpoint.Tensor, align uintptr)) {
+	each(w, func(m *checkpoint.Matrix) {
+		f(&m.W, 4)
+		f(&m.Scales, 2)
+		f(&m.Biases, 2)
+	})
+}
+
+// WeightBytes says how the quantized weights reached the device: bytes bound in place inside the
+// wraps of their mapped files, and bytes copied (a shard whose data start is misaligned, as MLX's
+// unpadded headers leave it, is copied once, whole, and never also wrapped).
+type WeightBytes struct {
+	Wrapped, Copied    int64
+	Shards, Misaligned int
+}
+
+// upload binds every quantized tensor (one buffer per mapped file: the file mapping wrapped in
+// place where the kernels' loads are aligned in it, else one copy of the file's span) and copies
+// the float vectors into one arena.
 func (e *Model) upload(w *checkpoint.Weights) error {
 	spans := map[string]*span{}
 	var files []string
-	each(w, func(m *checkpoint.Matrix) {
-		for _, t := range []*checkpoint.Tensor{&m.W, &m.Scales, &m.Biases} {
-			if t.File == "" || len(t.Data) == 0 {
-				continue
-			}
-			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-			sp := spans[t.File]
-			if sp == nil {
-				sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
-				spans[t.File] = sp
-				files = append(files, t.File)
-			}
-			if a < sp.start {
-				sp.start, sp.first = a, t.Data
-			}
-			sp.end = max(sp.end, a+uintptr(len(t.Data)))
+	misaligned := map[string]bool{}
+	quantTensors(w, func(t *checkpoint.Tensor, align uintptr) {
+		if t.File == "" || len(t.Data) == 0 {
+			return
 		}
+		a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
+		if a%align != 0 {
+			misaligned[t.File] = true
+		}
+		sp := spans[t.File]
+		if sp == nil {
+			sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
+			spans[t.File] = sp
+			files = append(files, t.File)
+		}
+		if a < sp.start {
+			sp.start, sp.first = a, t.Data
+		}
+		sp.end = max(sp.end, a+uintptr(len(t.Data)))
 	})
 	for _, f := range files {
 		sp := spans[f]
 		mem := unsafe.Slice(unsafe.SliceData(sp.first), int(sp.end-sp.start))
-		buf, off, err := e.dev.Wrap(mem, true)
+		// A misaligned file is copied: the copy starts at a buffer's aligned base, so every tensor whose
+		// offset from the span's start is a multiple of its alignment (all of them in an MLX shard,
+		// whose tensors are whole words) is aligned in it.
+		sp.copied = misaligned[f]
+		buf, off, err := e.dev.Wrap(mem, !sp.copied)
 		if err != nil {
 			return fmt.Errorf("metal: weights of %s: %w", f, err)
 		}
 		sp.buf, sp.off = buf, off
 		e.wbufs = append(e.wbufs, buf)
+		e.loaded.Shards++
+		if sp.copied {
+			e.loaded.Misaligned++
+			e.loaded.Copied += int64(len(mem))
+		} else {
+			e.loaded.Wrapped += int64(len(mem))
+		}
 	}
-	// tensor is t's window: inside its file's wrap when its address suits the kernels' loads (safetensors
-	// does not align tensors: a 2-byte bf16 tensor shifts every later one), else a copy of its own.
-	tensor := func(t *checkpoint.Tensor, align uintptr) (Arg, error) {
-		aligned := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%align == 0
-		if sp := spans[t.File]; t.File != "" && sp != nil && aligned {
-			a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-			return Arg{Buf: sp.buf, Off: sp.off + int(a-sp.start), Len: len(t.Data)}, nil
+	// tensor is t's window inside its file's buffer when its offset there suits the kernels' loads,
+	// else a copy of its own (a tensor that is misaligned even relative to its file's first tensor).
+	tensor := func(t *checkpoint.Tensor, align uintptr) (device.Arg, error) {
+		if sp := spans[t.File]; t.File != "" && sp != nil {
+			off := sp.off + int(uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))-sp.start)
+			if uintptr(off)%align == 0 {
+				return device.Arg{Buf: sp.buf, Off: off, Len: len(t.Data)}, nil
+			}
 		}
 		buf, off, err := e.dev.Wrap(t.Data, false)
 		if err != nil {
-			return Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
+			return device.Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
 		}
 		e.wbufs = append(e.wbufs, buf)
-		return Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
+		e.loaded.Copied += int64(len(t.Data))
+		return device.Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
 	}
 	var err error
 	mat := func(m *checkpoint.Matrix) *qmat {
@@ -106,7 +142,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 		}
 		q := &qmat{out: m.Out, in: m.In, bits: m.Bits, name: m.Name, experts: m.Experts}
 		for _, p := range []struct {
-			dst   *Arg
+			dst   *device.Arg
 			t     *checkpoint.Tensor
 			align uintptr
 		}{{&q.w, &m.W, 4}, {&q.s, &m.Scales, 2}, {&q.b, &m.Biases, 2}} {
@@ -140,7 +176,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 	if err != nil {
 		return err
 	}
-	buf, err := e.dev.Alloc(len(ar.data), Shared)
+	buf, err := e.dev.Alloc(len(ar.data), device.Shared)
 	if err != nil {
 		return fmt.Errorf("metal: %w", err)
 	}
@@ -158,7 +194,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 // buffer exists.
 type arena struct {
 	data []byte
-	refs []*Arg
+	refs []*device.Arg
 }
 
 // add appends v (256-byte aligned) and returns its window; its Buf is filled in later.
@@ -170,7 +206,23 @@ func (a *arena) add(v []float32) vec {
 	for _, x := range v {
 		a.data = binary.LittleEndian.AppendUint32(a.data, math.Float32bits(x))
 	}
-	arg := &Arg{Off: off, Len: 4 * len(v)}
+	arg := &device.Arg{Off: off, Len: 4 * len(v)}
 	a.refs = append(a.refs, arg)
 	return arg
+}
+
+// vectors lists the float vectors of w that upload packs into the arena.
+func vectors(w *checkpoint.Weights) [][]float32 {
+	vs := [][]float32{w.FinalNorm}
+	for i := range w.Layers {
+		wl := &w.Layers[i]
+		vs = append(vs, wl.InputNorm, wl.PostNorm)
+		if g := wl.GDN; g != nil {
+			vs = append(vs, g.Conv, g.ALog, g.DtBias, g.Norm)
+		}
+		if a := wl.Attn; a != nil {
+			vs = append(vs, a.QNorm, a.KNorm)
+		}
+	}
+	return vs
 }

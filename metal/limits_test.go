@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -19,7 +20,7 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Skip("builds the kernel emulator with g++; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := NewEmuDeviceOptions(EmuOptions{MaxThreads: map[string]int{"router_topk": 64, "logits_topk": 96}})
+	dev, err := device.NewEmuDeviceOptions(device.EmuOptions{MaxThreads: map[string]int{"router_topk": 64, "logits_topk": 96}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +28,9 @@ func TestLowPipelineLimits(t *testing.T) {
 	if n, err := dev.MaxThreads("router_topk"); err != nil || n != 64 {
 		t.Fatalf("router_topk limit %d, %v", n, err)
 	}
-	over := &Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
-		Args: []Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(dims(1, 1))}}
-	if err := dev.Run([]Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
+	over := &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
+		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(dims(1, 1))}}
+	if err := dev.Run([]device.Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
 		t.Fatalf("a dispatch over the pipeline's limit: %v", err)
 	}
 	e, err := newModel(ck.Weights, dev, 64)

@@ -1,69 +1,19 @@
 package metal
 
 import (
-	"errors"
 	"fmt"
-	"time"
 
-	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // Device returns the device the engine runs on.
-func (e *Model) Device() Device { return e.dev }
+func (e *Model) Device() device.Device { return e.dev }
 
-// copyBytes is the buffer MeasureCopyBandwidth copies: far larger than any GPU cache.
-const copyBytes = 256 << 20
+// Weights says how the quantized weights reached the device (bytes wrapped in place vs copied).
+func (e *Model) Weights() WeightBytes { return e.loaded }
 
-// timedRunner is a device that can time a command buffer on the GPU itself (Metal's GPUStartTime and
-// GPUEndTime), without the CPU's encoding and wake-up.
-type timedRunner interface {
-	RunTimed(cmds []Command) (time.Duration, error)
-}
-
-// MeasureCopyBandwidth returns dev's device-memory bandwidth in bytes/s as a blit copy between two
-// private buffers reaches it (each copied byte is read once and written once): the best of three
-// copies after a warm-up, timed on the GPU where the device can (else by the wall clock). It is
-// what `lily bench` divides the GPU's figures by.
-func MeasureCopyBandwidth(dev Device) (float64, error) {
-	src, err := dev.Alloc(copyBytes, Private)
-	if err != nil {
-		return 0, fmt.Errorf("metal: bandwidth probe: %w", err)
-	}
-	defer dev.Free(src)
-	dst, err := dev.Alloc(copyBytes, Private)
-	if err != nil {
-		return 0, fmt.Errorf("metal: bandwidth probe: %w", err)
-	}
-	defer dev.Free(dst)
-	cp := []Command{&Copy{Src: src, Dst: dst, N: copyBytes}}
-	best := time.Duration(1<<63 - 1)
-	for i := 0; i < 4; i++ {
-		d, err := timeRun(dev, cp)
-		if err != nil {
-			return 0, fmt.Errorf("metal: bandwidth probe: %w", err)
-		}
-		if i > 0 && d < best {
-			best = d
-		}
-	}
-	if best <= 0 {
-		return 0, errors.New("metal: bandwidth probe: copy took no measurable time")
-	}
-	return 2 * copyBytes / best.Seconds(), nil
-}
-
-// timeRun runs cmds and returns how long they took: GPU time where dev measures it.
-func timeRun(dev Device, cmds []Command) (time.Duration, error) {
-	if tr, ok := dev.(timedRunner); ok {
-		return tr.RunTimed(cmds)
-	}
-	t0 := time.Now()
-	err := dev.Run(cmds)
-	return time.Since(t0), err
-}
-
-// Expected is the performance model's prediction for a device of measured bandwidth bw (bytes/s)
-// and assumed compute peak (FLOP/s): decode and prefill tok/s at prompt length n.
-func Expected(cfg *checkpoint.Config, bw, peak float64, n int) (decodeTokS, prefillTokS float64, err error) {
-	return Predict(Machine{Name: "measured", Bandwidth: bw, Peak: peak}, cfg, n)
+// String is the load log line: bytes wrapped in place and bytes copied.
+func (b WeightBytes) String() string {
+	return fmt.Sprintf("weights: %d bytes wrapped in place, %d bytes copied (%d shards, %d with misaligned data)",
+		b.Wrapped, b.Copied, b.Shards, b.Misaligned)
 }

@@ -1,11 +1,16 @@
+// Package metal is the Metal model engine: it plans every layer of the model as kernel dispatches on
+// a metal/device Device (the GPU on a Mac, or the emulator anywhere) and serves it as an
+// engine.Backend.
 package metal
 
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // Options choose the device and the context a Model runs with.
@@ -16,10 +21,13 @@ type Options struct {
 	Device string
 	// Dev, when set, is an open device to run on; the caller keeps it and closes it after the Model
 	// (tests share one emulator across models).
-	Dev Device
-	// MaxContext bounds a session's length (0: the config's max_position_embeddings); KV caches grow
-	// on demand up to it.
+	Dev device.Device
+	// MaxContext bounds a session's length (0: the config's max_position_embeddings); each session
+	// allocates its KV caches to it once.
 	MaxContext int
+	// Log, when set, receives the load report: the device, and the weight bytes wrapped in place vs
+	// copied.
+	Log io.Writer
 }
 
 // Open prepares w for the Metal plans on the device o names and returns the Model (an
@@ -28,15 +36,22 @@ type Options struct {
 // which also closes the device when Open opened it.
 func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
 	if o.Dev != nil {
-		return newModel(w, o.Dev, o.MaxContext)
+		m, err := newModel(w, o.Dev, o.MaxContext)
+		if err != nil {
+			return nil, err
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "metal: %s: %s\n", o.Dev.Name(), m.loaded)
+		}
+		return m, nil
 	}
-	var dev Device
+	var dev device.Device
 	var err error
 	switch o.Device {
 	case "metal":
-		dev, err = NewMetalDevice()
+		dev, err = device.NewMetalDevice()
 	case "metal-emu":
-		dev, err = NewEmuDevice()
+		dev, err = device.NewEmuDevice()
 	default:
 		return nil, fmt.Errorf("metal: unknown device %q (want metal or metal-emu)", o.Device)
 	}
@@ -48,5 +63,8 @@ func Open(w *checkpoint.Weights, o Options) (engine.Backend, error) {
 		return nil, errors.Join(err, dev.Close())
 	}
 	m.ownDev = true
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "metal: %s: %s\n", dev.Name(), m.loaded)
+	}
 	return m, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"github.com/lily-engine/lily/metal/device"
 )
 
 // TestOpen checks the device names: an unknown one is an error, "metal" fails clearly
@@ -15,14 +17,14 @@ func TestOpen(t *testing.T) {
 	}
 	b, err := Open(w, Options{Device: "metal", MaxContext: 0})
 	switch {
-	case runtime.GOOS != "darwin" && !errors.Is(err, ErrNoMetal):
-		t.Errorf("metal on %s: %v, want ErrNoMetal", runtime.GOOS, err)
+	case runtime.GOOS != "darwin" && !errors.Is(err, device.ErrNoMetal):
+		t.Errorf("metal on %s: %v, want device.ErrNoMetal", runtime.GOOS, err)
 	case err == nil:
 		if b.Name() != "metal" {
 			t.Errorf("name %q", b.Name())
 		}
 		b.Close()
-	case !errors.Is(err, ErrNoMetal):
+	case !errors.Is(err, device.ErrNoMetal):
 		t.Errorf("metal: %v", err)
 	}
 	if testing.Short() {

@@ -233,6 +233,9 @@ type snapshot struct {
 
 func (sn *snapshot) Len() int { return sn.st.Pos }
 
+// Release does nothing: the snapshot is Go memory, which the garbage collector frees.
+func (*snapshot) Release() {}
+
 // Snapshot deep-copies the state.
 func (s *Session) Snapshot() (engine.Snapshot, error) {
 	if s.closed {

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/lily-engine/lily/fast"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 	"github.com/spf13/pflag"
 )
@@ -26,10 +28,15 @@ type backendSpec struct {
 	device  string // fast: "", "cpu", "metal" or "metal-emu"
 	ctxSize int    // a session's length limit (0: the model's maximum)
 	int16   bool   // fast on the cpu: int16 activations in every 4-bit decode mat-vec
+	// log receives the startup note on which device the default (no --device) chose and why; nil
+	// drops it.
+	log io.Writer
 }
 
 // addFastFlags registers the fast backend's flags, shared by every command that builds one.
+// The default device's startup note goes to the flag set's output (the command's stderr).
 func addFastFlags(fs *pflag.FlagSet, s *backendSpec) {
+	s.log = fs.Output()
 	fs.StringVar(&s.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
 	fs.BoolVar(&s.int16, "int16-activations", false, "fast on the cpu: every 4-bit decode mat-vec reads int16 activations (faster without AVX-512 VNNI, slower with it; measured fidelity cost in README)")
 }
@@ -91,12 +98,33 @@ func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, err
 	cpuOpts := fast.Options{MaxContext: s.ctxSize, Int16Activations: s.int16}
 	switch s.device {
 	case "":
-		if b, err := metal.Open(w, metal.Options{Device: "metal", MaxContext: s.ctxSize}); err == nil {
-			return b, nil
-		}
-		return fast.Open(w, cpuOpts)
+		return defaultDevice(
+			func() (engine.Backend, error) {
+				return metal.Open(w, metal.Options{Device: "metal", MaxContext: s.ctxSize, Log: s.log})
+			},
+			func() (engine.Backend, error) { return fast.Open(w, cpuOpts) }, s.log)
 	case "cpu":
 		return fast.Open(w, cpuOpts)
 	}
-	return metal.Open(w, metal.Options{Device: s.device, MaxContext: s.ctxSize}) // "metal" or "metal-emu", as check allows
+	return metal.Open(w, metal.Options{Device: s.device, MaxContext: s.ctxSize, Log: s.log}) // "metal" or "metal-emu", as check allows
+}
+
+// defaultDevice opens the fast backend where no --device was given: on the Metal GPU when there is
+// one, on the CPU only when there is none (device.ErrNoMetal). Any other Metal failure (a kernel
+// that does not compile, a model that does not fit) is an error, not a silent CPU fallback. The
+// choice and its reason go to log.
+func defaultDevice(openMetal, openCPU func() (engine.Backend, error), log io.Writer) (engine.Backend, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	b, err := openMetal()
+	switch {
+	case err == nil:
+		fmt.Fprintln(log, "lily: device metal (the default: a Metal GPU is present; --device cpu runs on the CPU)")
+		return b, nil
+	case errors.Is(err, device.ErrNoMetal):
+		fmt.Fprintf(log, "lily: device cpu (the default: %v)\n", err)
+		return openCPU()
+	}
+	return nil, fmt.Errorf("the default device, metal, failed (run `lily doctor --device metal` to see why; --device cpu runs on the CPU): %w", err)
 }

@@ -9,7 +9,8 @@ import (
 	"runtime/pprof"
 
 	"github.com/lily-engine/lily/internal/bench"
-	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/device"
+	"github.com/lily-engine/lily/metal/perfmodel"
 )
 
 // benchRun is what every backend measured by one lily bench shares.
@@ -52,13 +53,13 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 	rep.WeightsBytes = st.BytesTotal
 	rep.WarmUp, rep.Repetitions = opt.WarmUp, max(opt.Repetitions, 1)
 	rep.SetTraffic(st.StateBytesPerToken, st.KVBytesPerPosition)
-	if gpu, ok := l.backend.(interface{ Device() metal.Device }); ok {
-		bw, err := metal.MeasureCopyBandwidth(gpu.Device())
+	if gpu, ok := l.backend.(interface{ Device() device.Device }); ok {
+		bw, err := device.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {
 			return rep, fmt.Errorf("backend %s: device copy bandwidth: %w", s.name, err)
 		}
 		cfg := l.ck.Config
-		err = rep.AgainstModel(bw/1e9, func(n int) (float64, float64, error) { return metal.Expected(cfg, bw, r.gpuPeak*1e12, n) })
+		err = rep.AgainstModel(bw/1e9, func(n int) (float64, float64, error) { return perfmodel.Expected(cfg, bw, r.gpuPeak*1e12, n) })
 		if err != nil {
 			return rep, fmt.Errorf("backend %s: performance model: %w", s.name, err)
 		}

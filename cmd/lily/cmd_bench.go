@@ -16,7 +16,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/bench"
 	"github.com/lily-engine/lily/internal/checkpoint"
-	"github.com/lily-engine/lily/metal"
+	"github.com/lily-engine/lily/metal/perfmodel"
 )
 
 // cmdBench measures prefill and decode at batch 1 by the published protocol:
@@ -38,7 +38,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	profPath := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")
-	gpuPeak := fs.Float64("gpu-tflops", metal.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
+	gpuPeak := fs.Float64("gpu-tflops", perfmodel.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
 		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast|ref,fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--json]")
 		fs.PrintDefaults()

@@ -1,5 +1,5 @@
 // Command lily serves Qwen3.6-35B-A3B through an OpenAI-compatible API and holds the tools around it:
-// serve, run, tokenize, bench, eval, inspect, synth.
+// serve, run, tokenize, bench, eval, inspect, synth, doctor.
 //
 // In GOEXPERIMENT=simd builds lily re-executes itself once with asynchronous preemption off
 // (preempt_simd.go says why).
@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"diff":     {"localise a numerical divergence from ref to one point, layer and step", cmdDiff},
 		"inspect":  {"describe a checkpoint: layout, quantization, parameters, bytes", cmdInspect},
 		"synth":    {"write a random-weight checkpoint in the real layouts", cmdSynth},
+		"doctor":   {"check that this machine runs the Metal engine (device, limits, kernels, a checkpoint)", cmdDoctor},
 	}
 }
 

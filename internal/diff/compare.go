@@ -84,6 +84,12 @@ func Compare(got, want *Trace, prompt int) *Report {
 			layers = max(layers, p.Layer+1)
 		}
 	}
+	attn := make([]bool, layers) // the reference's attention layers, for the budgets
+	for _, p := range want.Rec.Points() {
+		if p.Site == trace.AttentionOut {
+			attn[p.Layer] = true
+		}
+	}
 	step := func(pos int) int { return max(0, pos-prompt+1) }
 	gotPts := map[trace.Point]bool{}
 	for _, p := range got.Rec.Points() {
@@ -96,7 +102,7 @@ func Compare(got, want *Trace, prompt int) *Report {
 		}
 		delete(gotPts, p)
 		for _, pos := range want.Rec.Positions(p) {
-			row, ok := comparePoint(r, p, pos, layers, got.Rec, want.Rec)
+			row, ok := comparePoint(r, p, pos, attn, got.Rec, want.Rec)
 			if !ok {
 				continue
 			}
@@ -129,8 +135,8 @@ func Compare(got, want *Trace, prompt int) *Report {
 }
 
 // comparePoint compares p at pos; ok is false when got has no value there.
-func comparePoint(r *Report, p trace.Point, pos, layers int, got, want *trace.Recorder) (Row, bool) {
-	row := Row{Point: p.String(), Position: pos, Budget: Budget(p, layers)}
+func comparePoint(r *Report, p trace.Point, pos int, attn []bool, got, want *trace.Recorder) (Row, bool) {
+	row := Row{Point: p.String(), Position: pos, Budget: Budget(p, attn)}
 	if p.Site != trace.Router {
 		g, w := got.Value(p, pos), want.Value(p, pos)
 		if g == nil {
@@ -162,7 +168,7 @@ func comparePoint(r *Report, p trace.Point, pos, layers int, got, want *trace.Re
 	if len(onlyW) == 0 {
 		for i := range g.Weights {
 			d := math.Abs(float64(g.Weights[i]) - float64(w.Weights[i]))
-			if d > RouteWeightBudget(p.Layer) {
+			if d > RouteWeightBudget(p.Layer, attn) {
 				row.Within = false
 				row.Note = fmt.Sprintf("expert %d weight %.6g, want %.6g", w.IDs[i], g.Weights[i], w.Weights[i])
 			}

@@ -62,7 +62,8 @@ func TestFastWithinBudget(t *testing.T) {
 	}
 }
 
-// TestInjectedErrorIsNamed injects a small error (1e-3 of the row's scale, ~100× the budget)
+// TestInjectedErrorIsNamed injects a small error (1e-3 of the row's scale, ~100× the budget; 5e-3
+// past an attention layer, whose fp16 KV cache allows ~5e-4)
 // into one point of one layer, in the prefill and in a decode step, and checks that the report
 // names that point and position as the first divergence.
 func TestInjectedErrorIsNamed(t *testing.T) {
@@ -71,8 +72,8 @@ func TestInjectedErrorIsNamed(t *testing.T) {
 	f := open(t, func() (engine.Backend, error) { return fast.Open(ck.Weights, fast.Options{Threads: 2}) })
 	for _, fault := range []tracetest.Fault{
 		{P: trace.At(2, trace.DeltaNetOut), Pos: 5, Rel: 1e-3},
-		{P: trace.At(3, trace.AttentionOut), Pos: len(prompt) + 1, Rel: 1e-3},
-		{P: trace.At(6, trace.MoEOut), Pos: len(prompt), Rel: 1e-3},
+		{P: trace.At(3, trace.AttentionOut), Pos: len(prompt) + 1, Rel: 5e-3},
+		{P: trace.At(6, trace.MoEOut), Pos: len(prompt), Rel: 5e-3},
 	} {
 		rep, _, _, err := diff.Run(context.Background(), tracetest.Inject(f, fault), r, prompt, 3)
 		if err != nil {

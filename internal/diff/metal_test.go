@@ -40,7 +40,8 @@ func TestMetalEmuWithinBudget(t *testing.T) {
 	}
 	for _, fault := range []tracetest.Fault{
 		{P: trace.At(2, trace.DeltaNetOut), Pos: 5, Rel: 1e-3},
-		{P: trace.At(7, trace.AttentionOut), Pos: len(prompt) + 1, Rel: 1e-3},
+		// Past two fp16-cached attention layers the budget is ~1.1e-3: inject 5e-3 there.
+		{P: trace.At(7, trace.AttentionOut), Pos: len(prompt) + 1, Rel: 5e-3},
 	} {
 		rep, _, _, err := diff.Run(context.Background(), tracetest.Inject(m, fault), r, prompt, 2)
 		if err != nil {

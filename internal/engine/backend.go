@@ -44,4 +44,8 @@ type Session interface {
 type Snapshot interface {
 	// Len is the number of tokens the state covers.
 	Len() int
+	// Release frees what the snapshot holds (device buffers on a GPU backend) now rather than when
+	// the garbage collector finds it; the snapshot must not be restored afterwards. A second call
+	// does nothing.
+	Release()
 }

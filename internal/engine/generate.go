@@ -164,7 +164,12 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-func (e *Engine) dropCache() { e.snap, e.cached = nil, nil }
+func (e *Engine) dropCache() {
+	if e.snap != nil {
+		e.snap.Release()
+	}
+	e.snap, e.cached = nil, nil
+}
 
 // Generate prefills r.Prompt (reusing the cached prefix when it can), then decodes until a stop id,
 // a stop string, or MaxTokens. emit (may be nil) is called after every step; an error from emit or

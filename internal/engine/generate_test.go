@@ -130,6 +130,16 @@ func TestPrefixCache(t *testing.T) {
 	if res4.CachedTokens != 0 || !slices.Equal(res4.Tokens, expectGreedy(b, p4, 2)) {
 		t.Fatalf("fourth: %+v", res4)
 	}
+	// Every snapshot the cache replaced was released; the one it holds is released by Close.
+	if n, r := b.Snapshots.Load(), b.Released.Load(); n < 2 || r != n-1 {
+		t.Fatalf("%d snapshots taken, %d released before Close; want all but the cached one", n, r)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, r := b.Snapshots.Load(), b.Released.Load(); r != n {
+		t.Fatalf("%d snapshots taken, %d released after Close", n, r)
+	}
 }
 
 func TestNoSnapshotBackend(t *testing.T) {

@@ -37,6 +37,9 @@ type Backend struct {
 
 	// Counters for tests. FullSteps counts the steps asked for the full logits.
 	PrefillCalls, PrefilledTokens, Decodes, FullSteps atomic.Int64
+	// Snapshots counts snapshots taken; Released those released (a second Release of one is not
+	// counted).
+	Snapshots, Released atomic.Int64
 }
 
 // Next is the unscripted rule: the most likely token after last at pos.
@@ -72,7 +75,19 @@ type session struct {
 	closed    bool
 }
 
-type snapshot struct{ toks []int32 }
+type snapshot struct {
+	b        *Backend
+	toks     []int32
+	released bool
+}
+
+// Release counts the first release; a released snapshot cannot be restored.
+func (s *snapshot) Release() {
+	if !s.released {
+		s.released = true
+		s.b.Released.Add(1)
+	}
+}
 
 func (s *snapshot) Len() int { return len(s.toks) }
 
@@ -143,13 +158,17 @@ func (s *session) Snapshot() (engine.Snapshot, error) {
 	if s.b.NoSnapshot {
 		return nil, ErrNoSnapshot
 	}
-	return &snapshot{toks: slices.Clone(s.toks)}, nil
+	s.b.Snapshots.Add(1)
+	return &snapshot{b: s.b, toks: slices.Clone(s.toks)}, nil
 }
 
 func (s *session) Restore(sn engine.Snapshot) error {
 	p, ok := sn.(*snapshot)
 	if !ok {
 		return errors.New("enginetest: foreign snapshot")
+	}
+	if p.released {
+		return errors.New("enginetest: restore of a released snapshot")
 	}
 	s.toks = slices.Clone(p.toks)
 	return nil

@@ -1,4 +1,4 @@
-package metal
+package perfmodel
 
 import (
 	"errors"
@@ -105,11 +105,14 @@ func (p *plan) gdn() []Cost {
 	}
 }
 
+// kvBytes is the size of one cached key or value element: the KV cache is fp16.
+const kvBytes = 2
+
 func (p *plan) attention() []Cost {
 	d, T := p.d, p.T
 	qd, kvd := d.Hq*d.D, d.Hkv*d.D
 	prep := modelVec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
-		Act: 4 * T * (2*qd + 2*kvd + d.Rot + 2*qd), KV: 4 * T * 2 * kvd, FLOPs: 6 * T * (d.Hq + d.Hkv) * d.D}, 2*d.D)
+		Act: 4 * T * (2*qd + 2*kvd + d.Rot + 2*qd), KV: kvBytes * T * 2 * kvd, FLOPs: 6 * T * (d.Hq + d.Hkv) * d.D}, 2*d.D)
 	cs := []Cost{
 		p.norm("input norm (attention layers)"),
 		p.linear("attention q_proj (query + gate)", 2*qd, d.H, d.bits, false),
@@ -123,13 +126,13 @@ func (p *plan) attention() []Cost {
 		part := 4 * d.Hq * splits * (d.D + 2)
 		cs = append(cs,
 			Cost{Step: "attention over the cache (splits)", Kernel: "attn_decode_split", Calls: 1,
-				KV: 4 * 2 * kvd * n, Act: 4*qd + part, FLOPs: 4 * qd * n},
+				KV: kvBytes * 2 * kvd * n, Act: 4*qd + part, FLOPs: 4 * qd * n},
 			Cost{Step: "merge splits, output gate", Kernel: "attn_decode_combine", Calls: 1,
 				Act: part + 8*qd, FLOPs: 3*qd*splits + 5*qd})
 	} else {
 		pairs := T*p.ctx + T*(T+1)/2 // (query, visible key) pairs of the causal chunk
 		cs = append(cs, Cost{Step: "causal attention, output gate", Kernel: "attn_prefill", Calls: 1,
-			KV: 4 * 2 * kvd * (p.ctx + T), Act: 4 * T * 3 * qd, FLOPs: 4*d.Hq*d.D*pairs + 5*T*qd})
+			KV: kvBytes * 2 * kvd * (p.ctx + T), Act: 4 * T * 3 * qd, FLOPs: 4*d.Hq*d.D*pairs + 5*T*qd})
 	}
 	return append(cs, p.linear("attention o_proj + residual", d.H, qd, d.bits, true))
 }

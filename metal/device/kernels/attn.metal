@@ -2,6 +2,10 @@
 // sequence, and causal prefill attention with GQA. One SIMD group per (head, query): the 32 lanes
 // split the head dimension (D <= 256, so at most 8 values per lane) and simd_sum forms each score.
 
+// The KV cache holds keys and values as IEEE half (fp16): after q/k RMSNorm and RoPE they are O(1),
+// where fp16's 11-bit significand rounds 8× finer than bf16's 8 bits and its range is ample.
+typedef half kv_t;
+
 struct AttnDims {
   uint hq, hkv, d, rot;
   uint pos0;   // position of the first new token
@@ -16,41 +20,53 @@ struct AttnDims {
 // weight, rotate its first rot dims (rotate-half) with cs[t] = [cos(rot/2) | sin(rot/2)], and write
 // the query (and its gate) or append the key and value to the cache at position pos0 + t.
 // q2: [T, Hq*2D] per-head interleaved query|gate; k, v: [T, Hkv*D]; q, gate: [T, Hq*D];
-// kc, vc: [cap, Hkv*D]. Grid (Hq+Hkv, T) threadgroups of 32 threads.
+// kc, vc: [cap, Hkv*D] half. Grid (Hq+Hkv, T) threadgroups of 32 threads.
 kernel void attn_prep(device const float* q2 [[buffer(0)]], device const float* k [[buffer(1)]],
                       device const float* v [[buffer(2)]], device const float* qn [[buffer(3)]],
                       device const float* kn [[buffer(4)]], device const float* cs [[buffer(5)]],
                       device float* q [[buffer(6)]], device float* gate [[buffer(7)]],
-                      device float* kc [[buffer(8)]], device float* vc [[buffer(9)]],
+                      device kv_t* kc [[buffer(8)]], device kv_t* vc [[buffer(9)]],
                       constant AttnDims& d [[buffer(10)]], uint2 tg [[threadgroup_position_in_grid]],
                       uint lane [[thread_index_in_simdgroup]]) {
   uint h = tg.x, t = tg.y, pos = d.pos0 + t, hr = d.rot / 2u;
   device const float* src;
   device const float* nw;
-  device float* dst;
-  if (h < d.hq) {
+  device float* dq = q;     // the query row (h < hq)
+  device kv_t* dk = kc;     // else the key row in the cache
+  bool isq = h < d.hq;
+  if (isq) {
     src = q2 + (t * d.hq + h) * 2u * d.d;
-    dst = q + (t * d.hq + h) * d.d;
+    dq = q + (t * d.hq + h) * d.d;
     nw = qn;
     for (uint i = lane; i < d.d; i += 32u) gate[(t * d.hq + h) * d.d + i] = src[d.d + i];
   } else {
     uint kh = h - d.hq;
     src = k + (t * d.hkv + kh) * d.d;
-    dst = kc + (pos * d.hkv + kh) * d.d;
+    dk = kc + (pos * d.hkv + kh) * d.d;
     nw = kn;
-    for (uint i = lane; i < d.d; i += 32u) vc[(pos * d.hkv + kh) * d.d + i] = v[(t * d.hkv + kh) * d.d + i];
+    for (uint i = lane; i < d.d; i += 32u) vc[(pos * d.hkv + kh) * d.d + i] = kv_t(v[(t * d.hkv + kh) * d.d + i]);
   }
   float ss = 0.0f;
   for (uint i = lane; i < d.d; i += 32u) ss += src[i] * src[i];
   float r = rsqrt(simd_sum(ss) / float(d.d) + d.eps);
   for (uint i = lane; i < d.d; i += 32u) {
+    float lo, hi; // the rotated (or only normed) values of dims i and i + hr
     if (i < hr) {
       float a = src[i] * r * nw[i], bb = src[i + hr] * r * nw[i + hr];
       float c = cs[t * d.rot + i], sn = cs[t * d.rot + hr + i];
-      dst[i] = a * c - bb * sn;
-      dst[i + hr] = bb * c + a * sn;
+      lo = a * c - bb * sn;
+      hi = bb * c + a * sn;
     } else if (i >= d.rot) {
-      dst[i] = src[i] * r * nw[i];
+      lo = src[i] * r * nw[i];
+    } else {
+      continue;
+    }
+    if (isq) {
+      dq[i] = lo;
+      if (i < hr) dq[i + hr] = hi;
+    } else {
+      dk[i] = kv_t(lo);
+      if (i < hr) dk[i + hr] = kv_t(hi);
     }
   }
 }
@@ -58,8 +74,8 @@ kernel void attn_prep(device const float* q2 [[buffer(0)]], device const float* 
 // Decode, step 1: for head h = tg.x and split sp = tg.y, the online-softmax partial over keys
 // [sp*split, min(n, (sp+1)*split)): part[h, sp] = (Σ e^{s-m} v, m, Σ e^{s-m}). q: [Hq*D];
 // part: [Hq, splits, D+2]. Grid (Hq, ceil(n/split)) threadgroups of 32 threads.
-kernel void attn_decode_split(device const float* q [[buffer(0)]], device const float* kc [[buffer(1)]],
-                              device const float* vc [[buffer(2)]], device float* part [[buffer(3)]],
+kernel void attn_decode_split(device const float* q [[buffer(0)]], device const kv_t* kc [[buffer(1)]],
+                              device const kv_t* vc [[buffer(2)]], device float* part [[buffer(3)]],
                               constant AttnDims& d [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
                               uint lane [[thread_index_in_simdgroup]]) {
   uint h = tg.x, sp = tg.y, kvh = h / (d.hq / d.hkv);
@@ -67,14 +83,14 @@ kernel void attn_decode_split(device const float* q [[buffer(0)]], device const 
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   float m = -INFINITY, l = 0.0f;
   for (uint t = sp * d.split; t < min(d.n, (sp + 1u) * d.split); t++) {
-    device const float* kt = kc + (t * d.hkv + kvh) * d.d;
-    device const float* vt = vc + (t * d.hkv + kvh) * d.d;
+    device const kv_t* kt = kc + (t * d.hkv + kvh) * d.d;
+    device const kv_t* vt = vc + (t * d.hkv + kvh) * d.d;
     float dp = 0.0f;
-    for (uint j = 0; lane + 32u * j < d.d; j++) dp += q[h * d.d + lane + 32u * j] * kt[lane + 32u * j];
+    for (uint j = 0; lane + 32u * j < d.d; j++) dp += q[h * d.d + lane + 32u * j] * float(kt[lane + 32u * j]);
     float s = simd_sum(dp) * d.scale;
     float mn = max(m, s), f = exp(m - mn), e = exp(s - mn);
     l = l * f + e;
-    for (uint j = 0; lane + 32u * j < d.d; j++) acc[j] = acc[j] * f + e * vt[lane + 32u * j];
+    for (uint j = 0; lane + 32u * j < d.d; j++) acc[j] = acc[j] * f + e * float(vt[lane + 32u * j]);
     m = mn;
   }
   device float* p = part + (h * splits + sp) * (d.d + 2u);
@@ -105,8 +121,8 @@ kernel void attn_decode_combine(device const float* part [[buffer(0)]], device c
 
 // Prefill: causal attention of new token t = tg.y (position pos0+t), head h = tg.x, over keys
 // [0, pos0+t], online softmax, times sigmoid(gate). q, gate, out: [T, Hq*D]. Grid (Hq, T) × 32.
-kernel void attn_prefill(device const float* q [[buffer(0)]], device const float* kc [[buffer(1)]],
-                         device const float* vc [[buffer(2)]], device const float* gate [[buffer(3)]],
+kernel void attn_prefill(device const float* q [[buffer(0)]], device const kv_t* kc [[buffer(1)]],
+                         device const kv_t* vc [[buffer(2)]], device const float* gate [[buffer(3)]],
                          device float* out [[buffer(4)]], constant AttnDims& d [[buffer(5)]],
                          uint2 tg [[threadgroup_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
   uint h = tg.x, t = tg.y, kvh = h / (d.hq / d.hkv);
@@ -114,14 +130,14 @@ kernel void attn_prefill(device const float* q [[buffer(0)]], device const float
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   float m = -INFINITY, l = 0.0f;
   for (uint p = 0; p <= d.pos0 + t; p++) {
-    device const float* kt = kc + (p * d.hkv + kvh) * d.d;
-    device const float* vt = vc + (p * d.hkv + kvh) * d.d;
+    device const kv_t* kt = kc + (p * d.hkv + kvh) * d.d;
+    device const kv_t* vt = vc + (p * d.hkv + kvh) * d.d;
     float dp = 0.0f;
-    for (uint j = 0; lane + 32u * j < d.d; j++) dp += qh[lane + 32u * j] * kt[lane + 32u * j];
+    for (uint j = 0; lane + 32u * j < d.d; j++) dp += qh[lane + 32u * j] * float(kt[lane + 32u * j]);
     float s = simd_sum(dp) * d.scale;
     float mn = max(m, s), f = exp(m - mn), e = exp(s - mn);
     l = l * f + e;
-    for (uint j = 0; lane + 32u * j < d.d; j++) acc[j] = acc[j] * f + e * vt[lane + 32u * j];
+    for (uint j = 0; lane + 32u * j < d.d; j++) acc[j] = acc[j] * f + e * float(vt[lane + 32u * j]);
     m = mn;
   }
   for (uint j = 0; lane + 32u * j < d.d; j++) {

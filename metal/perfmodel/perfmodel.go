@@ -1,4 +1,7 @@
-package metal
+// Package perfmodel is the roofline performance model of the Metal engine: for every kernel of a
+// decode step and of a prefill chunk, the bytes it moves and the FLOPs it does per token, and the
+// time a machine of given bandwidth and compute peak needs for them.
+package perfmodel
 
 import (
 	"errors"
@@ -134,4 +137,10 @@ func Predict(m Machine, cfg *checkpoint.Config, n int) (decodeTokS, prefillTokS 
 		return 0, 0, err
 	}
 	return 1 / m.Total(dec), 1 / m.Total(pre), nil
+}
+
+// Expected is the performance model's prediction for a device of measured bandwidth bw (bytes/s)
+// and assumed compute peak (FLOP/s): decode and prefill tok/s at prompt length n.
+func Expected(cfg *checkpoint.Config, bw, peak float64, n int) (decodeTokS, prefillTokS float64, err error) {
+	return Predict(Machine{Name: "measured", Bandwidth: bw, Peak: peak}, cfg, n)
 }

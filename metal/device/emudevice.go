@@ -1,4 +1,4 @@
-package metal
+package device
 
 import (
 	"errors"
@@ -78,7 +78,8 @@ func (d *EmuDevice) Name() string { return "metal-emu" }
 
 // Limits reports the configured limits.
 func (d *EmuDevice) Limits() Limits {
-	l := Limits{MaxBufferLength: d.opt.MaxBufferLength, WorkingSet: d.opt.WorkingSet, Source: "emulator"}
+	l := Limits{MaxBufferLength: d.opt.MaxBufferLength, WorkingSet: d.opt.WorkingSet, Source: "emulator",
+		Residency: "none (the emulator's memory is the process's)"}
 	if l.MaxBufferLength <= 0 {
 		l.MaxBufferLength = emuMaxBufferLength
 	}
@@ -95,10 +96,10 @@ func (d *EmuDevice) MaxThreads(kernel string) (int, error) {
 			return 0, fmt.Errorf("metal-emu: kernel %q not in the library", kernel)
 		}
 	}
-	if n, ok := d.opt.MaxThreads[kernel]; ok && n > 0 && n < maxThreadgroup {
+	if n, ok := d.opt.MaxThreads[kernel]; ok && n > 0 && n < MaxThreadgroup {
 		return n, nil
 	}
-	return maxThreadgroup, nil
+	return MaxThreadgroup, nil
 }
 
 // Alloc returns a zeroed shared buffer; storage modes are all the same memory here.
@@ -165,7 +166,7 @@ func (d *EmuDevice) Download(dst []byte, src Buffer, off int) error {
 
 // Run executes cmds in order.
 func (d *EmuDevice) Run(cmds []Command) error {
-	if err := check(cmds); err != nil {
+	if err := Check(cmds); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -1,4 +1,4 @@
-package metal
+package perfmodel
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Metal performance model\n\n")
-	w("Generated from `metal/perfmodel.go` by `go test ./metal -run TestPerfModelDoc -update`; the test fails\n")
+	w("Generated from `metal/perfmodel` by `go test ./metal/perfmodel -run TestPerfModelDoc -update`; the test fails\n")
 	w("when this file and the model disagree. Do not edit by hand.\n\n")
 	w("For each kernel of a decode step and of a prefill chunk, the bytes it moves and the FLOPs it does\n")
 	w("per token at the real dimensions of Qwen3.6-35B-A3B (MLX 4-bit, group 64; router and shared-expert\n")
@@ -33,7 +33,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	w("Bytes by kind: *weights* are the stored checkpoint bytes (packed words, bf16 scales and biases,\n")
 	w("bf16 vectors); the decode weights equal the loader's `decode_bytes_per_token` exactly\n")
 	w("(`TestPerfModelCheckpointBytes`). *Other* is float32 activations, the widening of bf16 vectors\n")
-	w("the kernels read as float32, the DeltaNet fp32 recurrent and conv state, and the fp32 KV cache.\n\n")
+	w("the kernels read as float32, the DeltaNet fp32 recurrent and conv state, and the fp16 KV cache.\n\n")
 
 	table := func(title string, cs []Cost, published float64, unit string) {
 		total := m.Total(cs)

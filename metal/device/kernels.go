@@ -1,7 +1,8 @@
-// Package metal holds lily's hand-written Metal kernels (kernels/*.metal), the darwin bridge that
-// runs them on Apple GPUs, and — through metal/emu — the CPU emulator that runs the same sources in
-// Linux CI so every kernel is checked against ref.
-package metal
+// Package device is the Metal device layer: lily's hand-written Metal kernels (kernels/*.metal), the
+// Device interface the engine drives, the darwin bridge that runs the kernels on Apple GPUs (purego,
+// no cgo), and the emulator device that runs the same sources on the CPU through metal/emu, so
+// every kernel is checked against ref in Linux CI.
+package device
 
 import (
 	"embed"

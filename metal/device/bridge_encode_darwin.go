@@ -1,4 +1,4 @@
-package metal
+package device
 
 import (
 	"bytes"
@@ -132,7 +132,7 @@ func (d *MetalDevice) RunTimed(cmds []Command) (time.Duration, error) {
 
 // run encodes, commits and waits for cmds; gpu, when not nil, receives the GPU seconds it took.
 func (d *MetalDevice) run(cmds []Command, gpu *float64) error {
-	if err := check(cmds); err != nil {
+	if err := Check(cmds); err != nil {
 		return err
 	}
 	return d.do(func() error {

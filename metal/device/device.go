@@ -1,10 +1,8 @@
-package metal
+package device
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // ErrNoMetal is returned by NewMetalDevice where there is no Metal GPU (any OS but macOS, or a
@@ -45,8 +43,8 @@ type Device interface {
 	MaxThreads(kernel string) (int, error)
 }
 
-// maxThreadgroup is the most threads per threadgroup any Apple GPU runs.
-const maxThreadgroup = 1024
+// MaxThreadgroup is the most threads per threadgroup any Apple GPU runs.
+const MaxThreadgroup = 1024
 
 // Limits are what a device says about its memory.
 type Limits struct {
@@ -58,6 +56,13 @@ type Limits struct {
 	// Source says how the device was obtained ("MTLCreateSystemDefaultDevice",
 	// "MTLCopyAllDevices", "emulator").
 	Source string
+	// Residency says how the weights are kept resident: "MTLResidencySet" (macOS 15+), or why not.
+	Residency string
+}
+
+// CompileLogger is a device that reports what its compiler said about the kernel library.
+type CompileLogger interface {
+	CompileLog() string
 }
 
 // Storage says who may touch a buffer's memory directly.
@@ -126,14 +131,14 @@ func (a Arg) window() (off, end int, err error) {
 	return a.Off, end, nil
 }
 
-// check validates a command buffer before it is encoded, so that a plan error surfaces as an
+// Check validates a command buffer before it is encoded, so that a plan error surfaces as an
 // error naming the dispatch rather than as a GPU fault.
-func check(cmds []Command) error {
+func Check(cmds []Command) error {
 	for i, c := range cmds {
 		switch c := c.(type) {
 		case *Dispatch:
 			t := c.Threads[0] * c.Threads[1] * c.Threads[2]
-			if t <= 0 || t > maxThreadgroup || c.Groups[0] <= 0 || c.Groups[1] <= 0 || c.Groups[2] <= 0 {
+			if t <= 0 || t > MaxThreadgroup || c.Groups[0] <= 0 || c.Groups[1] <= 0 || c.Groups[2] <= 0 {
 				return fmt.Errorf("metal: command %d (%s): bad grid %v × %v", i, c.Kernel, c.Groups, c.Threads)
 			}
 			if len(c.Args) > 31 {
@@ -163,25 +168,4 @@ func check(cmds []Command) error {
 		}
 	}
 	return nil
-}
-
-// dims packs a kernel's dims struct: each value as a little-endian uint32 (int, uint32) or
-// float32 (float32, float64), in field order.
-func dims(vals ...any) []byte {
-	b := make([]byte, 0, 4*len(vals))
-	for _, v := range vals {
-		switch v := v.(type) {
-		case int:
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		case uint32:
-			b = binary.LittleEndian.AppendUint32(b, v)
-		case float32:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		case float64:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
-		default:
-			panic(fmt.Sprintf("metal: dims: unsupported field type %T", v)) // programming error in a plan
-		}
-	}
-	return b
 }

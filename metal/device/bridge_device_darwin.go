@@ -1,4 +1,4 @@
-package metal
+package device
 
 import (
 	"errors"
@@ -61,6 +61,10 @@ func (d *MetalDevice) open() error {
 	if d.lib == 0 {
 		return fmt.Errorf("metal: compiling the kernel library: %s", d.errText(nserr))
 	}
+	if nserr != 0 { // a library that compiled with warnings comes with them in the error
+		d.compileLog = d.errText(nserr)
+	}
+	d.openResidency()
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package metal
+package device
 
 import (
 	"errors"
@@ -30,6 +30,8 @@ type MetalDevice struct {
 	page            int
 	maxBuf          int    // the device's maxBufferLength
 	limits          Limits // read once at open
+	res             residency
+	compileLog      string // the library compiler's warnings (empty when it had none)
 }
 
 type pipeline struct {
@@ -45,6 +47,7 @@ type mtlBuffer struct {
 	storage  Storage
 	contents unsafe.Pointer
 	mem      []byte
+	resident bool // in the residency set (wrapped weights)
 }
 
 func (b *mtlBuffer) Len() int { return b.n }
@@ -114,6 +117,7 @@ func (d *MetalDevice) do(fn func() error) error {
 
 // release drops every Metal object the loop owns.
 func (d *MetalDevice) release() {
+	d.closeResidency()
 	for _, p := range d.pipes {
 		p.id.Send(d.sel.release)
 	}
@@ -246,7 +250,8 @@ func (d *MetalDevice) Wrap(b []byte, mapped bool) (Buffer, int, error) {
 		if id == 0 {
 			return fmt.Errorf("metal: newBufferWithBytesNoCopy of %d bytes at a page boundary failed", n)
 		}
-		out = &mtlBuffer{id: id, n: n, storage: Shared, contents: start, mem: b}
+		out = &mtlBuffer{id: id, n: n, storage: Shared, contents: start, mem: b, resident: true}
+		d.makeResident(id)
 		return nil
 	})
 	if err != nil {
@@ -270,6 +275,9 @@ func (d *MetalDevice) Free(b Buffer) {
 		return
 	}
 	_ = d.do(func() error {
+		if m.resident {
+			d.dropResident(m.id)
+		}
 		m.id.Send(d.sel.release)
 		m.id, m.contents, m.mem = 0, nil, nil
 		return nil
@@ -286,3 +294,7 @@ func (d *MetalDevice) Close() error {
 var _ Device = (*MetalDevice)(nil)
 
 var _ timedRunner = (*MetalDevice)(nil)
+
+// CompileLog is what the Metal compiler said about the kernel library when it compiled it
+// (warnings; empty when there were none).
+func (d *MetalDevice) CompileLog() string { return d.compileLog }
