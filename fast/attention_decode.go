@@ -37,7 +37,7 @@ const attnSub = 64
 type attnArgs struct {
 	q           []float32 // [Hq*D], scaled by D^-1/2
 	kv          *kvCache  // [n, Hkv*D] keys and values
-	wide        []float32 // [Hkv*splits, attnSub, D] each unit's key or value block widened to float32
+	wide        []float32 // [workers, attnSub, D] each worker's key or value block widened to float32
 	n, splits   int
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
@@ -64,15 +64,12 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 	if need := hq * splits * hd; cap(b.aout) < need {
 		b.aout = make([]float32, need)
 	}
-	if need := hkv * splits * attnSub * hd; cap(b.awide) < need {
-		b.awide = make([]float32, need)
-	}
 	if cap(b.amx) < hq*splits {
 		b.amx, b.asum = make([]float32, hq*splits), make([]float64, hq*splits)
 	}
 	s.att = attnArgs{q: q, kv: kv, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
-		wide: b.awide[:hkv*splits*attnSub*hd], scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
-	s.m.run.Run(hkv*splits, s.tasks.attend)
+		wide: b.awide, scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
+	s.m.run.RunTask(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
@@ -95,22 +92,22 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 	}
 }
 
-// attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
+// attendUnits computes, on worker w, the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
 // sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTileF16: the block's
 // fp16 keys widened once into the unit's scratch, each row then loaded once for two heads), each
 // head's running softmax (foldScores), the weighted values (AccumTileF16, likewise). Head h's result goes to part as
 // (Σ e^{s-m} v, m, Σ e^{s-m}).
-func (s *Session) attendUnits(lo, hi int) {
+func (s *Session) attendUnits(w0, lo, hi int) {
 	a := &s.att
 	ops := s.m.ops
 	hd, stride, w := a.hd, a.hd+2, a.hkv*a.hd
 	rep := a.hq / a.hkv
+	wd := a.wide[w0*attnSub*hd : (w0+1)*attnSub*hd]
 	for u := lo; u < hi; u++ {
 		kvh, sp := u/a.splits, u%a.splits
 		t0, t1 := sp*attnSplit, min(a.n, (sp+1)*attnSplit)
 		sc := a.scores[u*rep*attnSub : (u+1)*rep*attnSub]
-		wd := a.wide[u*attnSub*hd : (u+1)*attnSub*hd]
 		ob := a.out[u*rep*hd : (u+1)*rep*hd]
 		qs := a.q[kvh*rep*hd : (kvh+1)*rep*hd]
 		mx, sum := a.mx[u*rep:(u+1)*rep], a.sum[u*rep:(u+1)*rep]
