@@ -52,6 +52,9 @@ func TestKVCacheHalfMemory(t *testing.T) {
 	if a, b := kvBytes(s16.kv), kvBytes(s32.kv); a == 0 || 2*a != b {
 		t.Fatalf("session KV bytes: fp16 %d, float32 %d", a, b)
 	}
+	if a, b := s16.m.KVElementBytes(), s32.m.KVElementBytes(); a != 2 || b != 4 {
+		t.Fatalf("KVElementBytes: fp16 cache %d, float32 cache %d", a, b)
+	}
 	p16, _ := s16.Snapshot()
 	p32, _ := s32.Snapshot()
 	if a, b := kvBytes(p16.(*snapshot).kv), kvBytes(p32.(*snapshot).kv); a == 0 || 2*a != b {

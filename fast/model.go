@@ -172,3 +172,11 @@ func (m *Model) embedRow(id int32, h []float32) error {
 
 // qkScale is Dk^-1/2, applied to q after its L2 norm.
 func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.gdn.dk))) }
+
+// KVElementBytes is the size of one cached K or V element: 2 (fp16), or 4 with Options.KVCacheF32.
+func (m *Model) KVElementBytes() int {
+	if m.kv32 {
+		return 4
+	}
+	return 2
+}
