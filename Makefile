@@ -47,7 +47,8 @@ FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHe
 	./internal/checkpoint:FuzzParseConfig ./internal/tokenizer:FuzzParse ./internal/tokenizer:FuzzRoundTrip \
 	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
 	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest \
-	./internal/safetensors:FuzzParseSmaps
+	./internal/safetensors:FuzzParseSmaps ./internal/server:FuzzDecodeResponsesRequest \
+	./internal/server:FuzzDecodeMessagesRequest ./internal/grammar:FuzzFromSchema
 
 # Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:

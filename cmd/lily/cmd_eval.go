@@ -94,7 +94,19 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 // else n seeded random ids below vocab.
 func evalTokens(dir, textFile string, n, vocab int, seed uint64) ([]int32, error) {
 	if textFile != "" {
-		return nil, errors.New("--text needs the tokenizer, which is not wired into eval yet")
+		text, err := os.ReadFile(textFile)
+		if err != nil {
+			return nil, err
+		}
+		tk, err := loadTokenizer(dir)
+		if err != nil {
+			return nil, err
+		}
+		ids := tk.Encode(string(text))
+		if len(ids) < n {
+			return nil, fmt.Errorf("--text %s has %d tokens; --positions needs %d", textFile, len(ids), n)
+		}
+		return ids[:n], nil
 	}
 	r := rand.New(rand.NewPCG(seed, 0x65766174))
 	out := make([]int32, n)

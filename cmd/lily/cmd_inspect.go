@@ -99,8 +99,8 @@ func writeInspectTable(w io.Writer, r inspectReport) {
 		{"layers", fmt.Sprintf("%d (%d linear_attention, %d full_attention)", s.Layers, s.LinearAttention, s.FullAttention)},
 		{"experts", fmt.Sprintf("%d, top %d per token", s.Experts, s.ExpertsPerToken)},
 		{"tensors", fmt.Sprintf("%d in %d file(s), %d skipped (vision/mtp)", s.Tensors, s.Files, s.SkippedTensors)},
-		{"params_total", fmt.Sprintf("%d (%.2f B)", s.ParamsTotal, float64(s.ParamsTotal)/1e9)},
-		{"params_active", fmt.Sprintf("%d (%.2f B per token)", s.ParamsActive, float64(s.ParamsActive)/1e9)},
+		{"params_total", fmt.Sprintf("%d (%s)", s.ParamsTotal, humanCount(s.ParamsTotal))},
+		{"params_active", fmt.Sprintf("%d (%s per token)", s.ParamsActive, humanCount(s.ParamsActive))},
 		{"bytes_total", fmt.Sprintf("%d (%.2f GiB)", s.BytesTotal, float64(s.BytesTotal)/(1<<30))},
 		{"decode_bytes", fmt.Sprintf("%d per token (%.2f GiB)", s.DecodeBytesPerToken, float64(s.DecodeBytesPerToken)/(1<<30))},
 		{"state_bytes", fmt.Sprintf("%d per token (float32 DeltaNet state, read and written)", s.StateBytesPerToken)},
@@ -109,4 +109,18 @@ func writeInspectTable(w io.Writer, r inspectReport) {
 	for _, row := range rows {
 		fmt.Fprintf(w, "%-14s %s\n", row[0], row[1])
 	}
+}
+
+// humanCount writes n with the largest unit of B (10⁹), M or K that keeps it at least 1.
+func humanCount[T ~int | ~int64](n T) string {
+	v := float64(n)
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f B", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f M", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2f K", v/1e3)
+	}
+	return fmt.Sprintf("%d", n)
 }

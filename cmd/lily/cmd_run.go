@@ -37,7 +37,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
 	spec := backendSpec{}
-	fs.StringVar(&spec.name, "backend", "ref", "backend: ref or fast")
+	fs.StringVar(&spec.name, "backend", "fast", "backend: fast or ref (the slow oracle)")
 	addFastFlags(fs, &spec)
 	prompt := fs.String("prompt", "", "prompt text")
 	chat := fs.Bool("chat", false, "render --prompt as one user turn of the chat template")

@@ -35,7 +35,7 @@ func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("lily serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.model, "model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json); default: the MLX checkpoint in the Hugging Face cache")
-	fs.StringVar(&o.spec.name, "backend", "ref", "compute backend: ref or fast")
+	fs.StringVar(&o.spec.name, "backend", "fast", "compute backend: fast or ref (the slow oracle)")
 	addFastFlags(fs, &o.spec)
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address to bind; a loopback address also enables the Host-header allowlist")
 	fs.IntVar(&o.port, "port", 8080, "port to listen on")

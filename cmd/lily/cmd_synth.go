@@ -70,6 +70,9 @@ func cmdSynth(args []string, stdout, stderr io.Writer) int {
 		if cfg, err = cfg.WithLayers(*layers); err != nil {
 			return usageErr("--layers: %v", err)
 		}
+		if k := cfg.FullAttentionInterval; k > 0 && *layers < k {
+			return usageErr("--layers %d has no gated-attention layer (every %dth layer is one): use at least %d", *layers, k, k)
+		}
 	}
 	l, err := synth.ParseLayout(*layout)
 	if err != nil {

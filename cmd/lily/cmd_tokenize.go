@@ -6,9 +6,11 @@ import (
 	"io"
 
 	"github.com/spf13/pflag"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
-const tokenizeUsage = `usage: lily tokenize --model DIR (--text TEXT | --chat FILE)
+const tokenizeUsage = `usage: lily tokenize [--model DIR] (--text TEXT | --chat FILE)
 
 Encodes text with the model's tokenizer (DIR/tokenizer.json) and prints {"ids":[…]}.
 Added tokens such as <|im_start|> in the text are matched whole; no BOS or EOS is added.
@@ -22,7 +24,7 @@ flags:
 func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("tokenize", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "model directory holding tokenizer.json")
+	model := fs.String("model", "", "model directory holding tokenizer.json (default: the MLX checkpoint in the Hugging Face cache)")
 	text := fs.String("text", "", "text to encode")
 	chatFile := fs.String("chat", "", "JSON file with a chat conversation to render and encode")
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -43,12 +45,15 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case fs.NArg() > 0:
 		return usageErr(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-	case *model == "":
-		return usageErr("--model is required")
 	case fs.Changed("text") == fs.Changed("chat"):
 		return usageErr("give exactly one of --text and --chat")
 	}
-	tk, err := loadTokenizer(*model)
+	dir, err := checkpoint.Locate(*model)
+	if err != nil {
+		fmt.Fprintf(stderr, "lily tokenize: %v\n", err)
+		return 1
+	}
+	tk, err := loadTokenizer(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "lily tokenize: %v\n", err)
 		return 1

@@ -50,7 +50,6 @@ func TestTokenizeErrors(t *testing.T) {
 		code int
 		want string // in stderr
 	}{
-		{[]string{"--text", "x"}, 2, "--model is required"},
 		{[]string{"--model", dir}, 2, "exactly one of --text and --chat"},
 		{[]string{"--model", dir, "--text", "x", "--chat", "f.json"}, 2, "exactly one"},
 		{[]string{"--model", dir, "--bogus"}, 2, "unknown flag"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/chat"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 	"github.com/lily-engine/lily/internal/server"
 )
 
@@ -81,4 +82,8 @@ func toServerDeltas(ds []chat.Delta) []server.Delta {
 		}
 	}
 	return out
+}
+
+func (chatFormat) ToolCallGrammar(tools json.RawMessage, name string, parallel bool) (*grammar.Node, error) {
+	return chat.ToolCallGrammar(tools, name, parallel)
 }

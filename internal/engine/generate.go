@@ -74,6 +74,17 @@ type Request struct {
 	// (for chat, the start of the last turn, which re-renders identically). Outside 1..len(Prompt)-1
 	// it means len(Prompt)-1.
 	CachePrefix int
+	// LogitBias is added to the logits of these ids before sampling.
+	LogitBias map[int32]float32
+	// RepetitionPenalty, when > 0 and ≠ 1, divides the positive logits and multiplies the negative
+	// ones of every id in the prompt or generated so far (the transformers rule).
+	RepetitionPenalty float64
+	// MinTokens masks the StopIDs and ignores stop strings until this many tokens are generated.
+	MinTokens int
+	// IncludeStop keeps a matched stop string at the end of the text.
+	IncludeStop bool
+	// Constraint, when set, restricts every pick to the tokens it allows.
+	Constraint Constraint
 	// OnPrefill, when set, is called once the prompt is prefilled, with the result so far
 	// (PromptLogprobs, CachedTokens); an error ends generation. Streams use it to send the scored
 	// prompt before the first generated token.
@@ -186,29 +197,41 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		return res, nil
 	}
 	sm := newSampler(r.Sampling)
-	stops := &stopMatcher{}
+	procs := newProcessors(r)
+	stops := &stopMatcher{include: r.IncludeStop}
 	for _, s := range r.Stop {
 		if s != "" {
 			stops.stops = append(stops.stops, s)
 		}
 	}
 	for {
-		id := sm.pick(logits)
+		x, err := procs.apply(logits, len(res.Tokens))
+		if err != nil {
+			return nil, err
+		}
+		id := sm.pick(x)
 		sm.observe(id)
+		if err := procs.observe(id); err != nil {
+			return nil, err
+		}
 		res.Tokens = append(res.Tokens, id)
 		tok := &Token{ID: id}
 		if r.Logprobs {
 			tok.Logprob, tok.Top = logprobs(logits, id, r.TopLogprobs)
 		}
 		step := Step{Token: tok}
-		isStopID := slices.Contains(r.StopIDs, id)
+		isStopID := slices.Contains(r.StopIDs, id) && len(res.Tokens) > r.MinTokens
 		hitString := false
 		if r.Decoder != nil && !isStopID {
 			text, err := r.Decoder.Add(id)
 			if err != nil {
 				return nil, fmt.Errorf("decode token %d: %w", id, err)
 			}
-			step.Text, hitString = stops.add(text)
+			if len(res.Tokens) > r.MinTokens {
+				step.Text, hitString = stops.add(text)
+			} else {
+				step.Text = stops.pass(text)
+			}
 		}
 		if err := emit(step); err != nil {
 			return nil, err

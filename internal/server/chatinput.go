@@ -46,7 +46,10 @@ func checkToolList(raw json.RawMessage) error {
 		if f.Type == nil || *f.Type != "function" {
 			return &ParamError{Param: fmt.Sprintf("tools[%d].type", i), Message: `must be "function"`}
 		}
-		if f.Function == nil || f.Function.Name == nil || *f.Function.Name == "" {
+		if f.Function == nil {
+			return &ParamError{Param: fmt.Sprintf("tools[%d].function", i), Message: "is required (an object with a name)"}
+		}
+		if f.Function.Name == nil || *f.Function.Name == "" {
 			return &ParamError{Param: fmt.Sprintf("tools[%d].function.name", i), Message: "is required (a non-empty string)"}
 		}
 	}

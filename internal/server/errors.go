@@ -98,7 +98,7 @@ func errorInfo(err error) (int, ErrorResponse) {
 	case errors.As(err, &syn), errors.Is(err, ErrInvalidJSON):
 		return http.StatusBadRequest, body(msg, invalid, "", "invalid_json")
 	case errors.As(err, &cl):
-		return http.StatusBadRequest, body(msg, invalid, "messages", "context_length_exceeded")
+		return http.StatusBadRequest, body(msg, invalid, contextParam(err), "context_length_exceeded")
 	case errors.As(err, &tr), errors.Is(err, engine.ErrEmptyPrompt):
 		return http.StatusBadRequest, body(msg, invalid, "prompt", "invalid_value")
 	case errors.As(err, &te):

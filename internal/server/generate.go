@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -14,7 +15,18 @@ func (s *Server) generate(ctx context.Context, t *ticket, r *engine.Request, emi
 	if err := t.wait(ctx); err != nil {
 		return nil, err
 	}
-	return s.eng.Generate(ctx, r, emit)
+	tm := s.metrics.begin(len(r.Prompt))
+	res, err := s.eng.Generate(ctx, r, func(st engine.Step) error {
+		if st.Token != nil {
+			tm.step()
+		}
+		if emit == nil {
+			return nil
+		}
+		return emit(st)
+	})
+	tm.done(res)
+	return res, err
 }
 
 // lastIndex returns the position of the last id in ids, or 0 when absent (the engine's default).
@@ -37,24 +49,33 @@ func (s *Server) tokenText(id int32) string {
 	return t
 }
 
-func bytesOf(s string) []int {
-	if !utf8.ValidString(s) {
-		s = string([]rune(s))
-	}
-	b := make([]int, len(s))
-	for i := range len(s) {
-		b[i] = int(s[i])
+// tokenBytes is the token's own bytes as logprobs' `bytes` shows them: a byte token that is part
+// of a character keeps its byte, so that distinct tokens stay distinct.
+func (s *Server) tokenBytes(id int32) []int {
+	raw := s.m.Tok.TokenBytes(id)
+	b := make([]int, len(raw))
+	for i, c := range raw {
+		b[i] = int(c)
 	}
 	return b
 }
 
+// idToken is vLLM's return_tokens_as_token_ids spelling of a token.
+func idToken(id int32) string { return "token_id:" + strconv.Itoa(int(id)) }
+
+// logprobToken is the `token` of a logprobs entry: its text, or "token_id:N" when asked.
+func (s *Server) logprobToken(id int32, asIDs bool) string {
+	if asIDs {
+		return idToken(id)
+	}
+	return s.tokenText(id)
+}
+
 // chatLogprob converts an engine token to the chat logprobs entry.
-func (s *Server) chatLogprob(t *engine.Token) TokenLogprob {
-	text := s.tokenText(t.ID)
-	e := TokenLogprob{Token: text, Logprob: s.finite(t.Logprob), Bytes: bytesOf(text), TopLogprobs: []TopLogprob{}}
+func (s *Server) chatLogprob(t *engine.Token, asIDs bool) TokenLogprob {
+	e := TokenLogprob{Token: s.logprobToken(t.ID, asIDs), Logprob: s.finite(t.Logprob), Bytes: s.tokenBytes(t.ID), TopLogprobs: []TopLogprob{}}
 	for _, a := range t.Top {
-		at := s.tokenText(a.ID)
-		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: at, Logprob: s.finite(a.Logprob), Bytes: bytesOf(at)})
+		e.TopLogprobs = append(e.TopLogprobs, TopLogprob{Token: s.logprobToken(a.ID, asIDs), Logprob: s.finite(a.Logprob), Bytes: s.tokenBytes(a.ID)})
 	}
 	return e
 }
@@ -71,9 +92,26 @@ func (s *Server) finite(v float64) float64 {
 	return f
 }
 
-func usage(promptTokens int, res *engine.Result) *Usage {
-	u := &Usage{PromptTokens: promptTokens, CompletionTokens: len(res.Tokens), TotalTokens: promptTokens + len(res.Tokens)}
-	u.PromptTokensDetails = &PromptTokensDetails{CachedTokens: res.CachedTokens}
+// topKey is a token's key in the completions top_logprobs map: its text, unless its bytes are not
+// whole characters (they would show as U+FFFD) or the text is already a key; then "token_id:N", so
+// that every alternative keeps its own entry.
+func (s *Server) topKey(id int32, taken map[string]float64) string {
+	text := s.tokenText(id)
+	if _, dup := taken[text]; dup || !utf8.Valid(s.m.Tok.TokenBytes(id)) {
+		return idToken(id)
+	}
+	return text
+}
+
+// usage counts the prompt once and the tokens of every choice; cached tokens are the first
+// choice's (the others reuse the prompt the first one prefilled).
+func usage(promptTokens int, res ...*engine.Result) *Usage {
+	u := &Usage{PromptTokens: promptTokens}
+	for _, r := range res {
+		u.CompletionTokens += len(r.Tokens)
+	}
+	u.TotalTokens = promptTokens + u.CompletionTokens
+	u.PromptTokensDetails = &PromptTokensDetails{CachedTokens: res[0].CachedTokens}
 	return u
 }
 

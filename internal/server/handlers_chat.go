@@ -10,6 +10,9 @@ import (
 // chatTurn accumulates one assistant turn from parser deltas; one goroutine owns it.
 type chatTurn struct {
 	s         *Server
+	index     int
+	er        *engine.Request
+	maxCalls  int // 0: any number
 	parser    Parser
 	reasoning strings.Builder
 	content   strings.Builder
@@ -29,6 +32,9 @@ func (c *chatTurn) apply(ds []Delta) (ChatDelta, bool) {
 		c.content.WriteString(x.Content)
 		if tc := x.ToolCall; tc != nil {
 			pos, seen := c.callPos[tc.Index]
+			if !seen && c.maxCalls > 0 && len(c.calls) >= c.maxCalls {
+				continue // parallel_tool_calls false: the constraint ends the turn after one call
+			}
 			if !seen {
 				pos = len(c.calls)
 				c.callPos[tc.Index] = pos
@@ -60,103 +66,149 @@ func (c *chatTurn) finishReason(f engine.FinishReason) string {
 	return string(f)
 }
 
-// handleChat serves POST /v1/chat/completions.
+// handleChat serves POST /v1/chat/completions; n choices are generated one after the other (the
+// prompt prefilled once: the later choices reuse it from the prompt cache).
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) error {
 	var req ChatRequest
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
+	job, err := s.prepareChat(&req)
+	if err != nil {
+		return err
+	}
+	g, er, turns := job.g, job.er, job.turns
+	t, err := s.q.join()
+	if err != nil {
+		return err
+	}
+	defer t.release()
+	resp := ChatResponse{ID: "chatcmpl-" + s.cfg.RandomID(24), Created: s.cfg.Now().Unix(), Model: s.m.Name}
+	if g.returnIDs {
+		resp.PromptTokenIDs = er.Prompt
+	}
+	if g.stream {
+		return s.streamChat(w, r, t, g, turns, resp)
+	}
+	results := make([]*engine.Result, len(turns))
+	for i, turn := range turns {
+		res, err := s.generate(r.Context(), t, turn.er, func(st engine.Step) error {
+			turn.apply(turn.parser.Add(st.Text))
+			if req.Logprobs && st.Token != nil {
+				turn.logprobs = append(turn.logprobs, s.chatLogprob(st.Token, g.x.idsAsTokens))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		results[i] = res
+		turn.apply(turn.parser.Finish())
+		msg := &ChatMessage{Role: "assistant", ReasoningContent: turn.reasoning.String(), ToolCalls: turn.calls}
+		if content := turn.content.String(); content != "" || len(turn.calls) == 0 {
+			msg.Content = &content
+		}
+		choice := ChatChoice{Index: i, Message: msg, FinishReason: ptr(turn.finishReason(res.Finish))}
+		if req.Logprobs {
+			choice.Logprobs = &ChatLogprobs{Content: turn.logprobs}
+		}
+		if g.returnIDs {
+			choice.TokenIDs = res.Tokens
+		}
+		resp.Choices = append(resp.Choices, choice)
+	}
+	resp.Object, resp.Usage = "chat.completion", usage(len(er.Prompt), results...)
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// chatJob is a validated chat request ready to run: one turn per choice.
+type chatJob struct {
+	g     genParams
+	er    *engine.Request
+	turns []*chatTurn
+}
+
+// prepareChat validates a chat request, renders and encodes its prompt, and sets up each choice's
+// request, constraint and parser. The Responses and Messages APIs map onto it.
+func (s *Server) prepareChat(req *ChatRequest) (*chatJob, error) {
 	maxTok, maxParam := req.MaxTokens, "max_tokens"
 	if req.MaxCompletionTokens != nil {
 		maxTok, maxParam = req.MaxCompletionTokens, "max_completion_tokens"
 	}
 	g, err := s.params(&req.SamplingParams, maxTok, maxParam, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opt, err := CheckChatInput(req.Messages, req.Tools, req.ChatTemplateKwargs)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := checkParts(req.Messages); err != nil {
+		return nil, err
+	}
+	tp, err := parseTools(req.Tools, req.ToolChoice, req.ParallelToolCalls)
+	if err != nil {
+		return nil, err
 	}
 	top := 0
 	if req.TopLogprobs != nil {
 		if *req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs {
-			return &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
+			return nil, &ParamError{Param: "top_logprobs", Message: "must be between 0 and 20"}
 		}
 		top = *req.TopLogprobs
 	}
 	text, err := s.m.Chat.Render(req.Messages, req.Tools, opt)
 	if err != nil {
-		return &TemplateError{Err: err}
+		return nil, &TemplateError{Err: err}
 	}
 	if err := s.checkTextFits(text, 1); err != nil {
-		return err
+		return nil, err
 	}
 	er := &engine.Request{
 		Prompt:      s.m.Tok.Encode(text),
-		StopIDs:     s.stopIDs,
 		Stop:        g.stop,
-		Decoder:     s.m.NewDecoder(true),
 		Sampling:    g.sampling,
 		Logprobs:    req.Logprobs,
 		TopLogprobs: top,
 	}
+	s.apply(er, g.x)
+	er.LogitBias = s.ban(tp, er.LogitBias)
 	if s.imStart >= 0 {
 		// Cache up to the last turn's start: the history re-renders identically next time.
 		er.CachePrefix = lastIndex(er.Prompt, s.imStart)
 	}
 	if err := s.fit(er, g, 1); err != nil {
-		return err
+		return nil, err
 	}
 	thinking := opt.EnableThinking == nil || *opt.EnableThinking
-	parser, err := s.m.Chat.NewParser(req.Tools, thinking)
+	fresh, err := s.chatConstraint(g.x.format, tp, thinking, er.StopIDs)
 	if err != nil {
-		return &TemplateError{Err: err}
+		return nil, err
 	}
-	t, err := s.q.join()
-	if err != nil {
-		return err
-	}
-	defer t.release()
-	turn := &chatTurn{s: s, parser: parser, callPos: map[int]int{}}
-	resp := ChatResponse{ID: "chatcmpl-" + s.cfg.RandomID(24), Created: s.cfg.Now().Unix(), Model: s.m.Name}
-	if g.returnIDs {
-		resp.PromptTokenIDs = er.Prompt
-	}
-	if g.stream {
-		return s.streamChat(w, r, t, er, g, turn, resp)
-	}
-	res, err := s.generate(r.Context(), t, er, func(st engine.Step) error {
-		turn.apply(parser.Add(st.Text))
-		if req.Logprobs && st.Token != nil {
-			turn.logprobs = append(turn.logprobs, s.chatLogprob(st.Token))
+	turns := make([]*chatTurn, g.x.n)
+	for i := range turns {
+		parser, err := s.m.Chat.NewParser(tp.parserTools(g.x.format != nil), thinking)
+		if err != nil {
+			return nil, &TemplateError{Err: err}
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		turns[i] = &chatTurn{s: s, index: i, parser: parser, callPos: map[int]int{}, er: s.choiceRequest(er, i, g.x, fresh),
+			maxCalls: maxCalls(tp)}
 	}
-	turn.apply(parser.Finish())
-	msg := &ChatMessage{Role: "assistant", ReasoningContent: turn.reasoning.String(), ToolCalls: turn.calls}
-	if content := turn.content.String(); content != "" || len(turn.calls) == 0 {
-		msg.Content = &content
-	}
-	choice := ChatChoice{Message: msg, FinishReason: ptr(turn.finishReason(res.Finish))}
-	if req.Logprobs {
-		choice.Logprobs = &ChatLogprobs{Content: turn.logprobs}
-	}
-	if g.returnIDs {
-		choice.TokenIDs = res.Tokens
-	}
-	resp.Object, resp.Choices, resp.Usage = "chat.completion", []ChatChoice{choice}, usage(len(er.Prompt), res)
-	writeJSON(w, http.StatusOK, resp)
-	return nil
+	return &chatJob{g: g, er: er, turns: turns}, nil
 }
 
-// streamChat writes the turn as SSE chunks: the role first, then one chunk per step that has
-// something to say, the finish reason, the usage (when asked), and [DONE].
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, er *engine.Request, g genParams,
-	turn *chatTurn, base ChatResponse) error {
+// maxCalls is the most tool calls a turn may keep: one when parallel_tool_calls is false.
+func maxCalls(tp *toolPolicy) int {
+	if tp.parallel {
+		return 0
+	}
+	return 1
+}
+
+// streamChat writes the choices one after the other as SSE chunks: for each, the role, one chunk
+// per step that has something to say and the finish reason; then the usage (when asked) and [DONE].
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, g genParams, turns []*chatTurn, base ChatResponse) error {
 	base.Object = "chat.completion.chunk"
 	promptIDs := base.PromptTokenIDs
 	base.PromptTokenIDs = nil
@@ -167,47 +219,53 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, t *ticket, e
 	}
 	sse := startSSE(w, s.cfg.KeepAlive)
 	defer sse.close()
-	first := chunk(ChatChoice{Delta: &ChatDelta{Role: "assistant", Content: ptr("")}})
-	first.PromptTokenIDs = promptIDs
-	if err := sse.event(first); err != nil {
-		return nil
-	}
-	send := func(d ChatDelta, ok bool, tok *engine.Token) error {
-		c := ChatChoice{Delta: &d}
-		if er.Logprobs && tok != nil {
-			c.Logprobs = &ChatLogprobs{Content: []TokenLogprob{s.chatLogprob(tok)}}
-			ok = true
+	results := make([]*engine.Result, len(turns))
+	for i, turn := range turns {
+		first := chunk(ChatChoice{Index: i, Delta: &ChatDelta{Role: "assistant", Content: ptr("")}})
+		if i == 0 {
+			first.PromptTokenIDs = promptIDs
 		}
-		if g.returnIDs && tok != nil {
-			c.TokenIDs = []int32{tok.ID}
-			ok = true
-		}
-		if !ok {
+		if err := sse.event(first); err != nil {
 			return nil
 		}
-		return sse.event(chunk(c))
-	}
-	res, err := s.generate(r.Context(), t, er, func(st engine.Step) error {
-		d, ok := turn.apply(turn.parser.Add(st.Text))
-		return send(d, ok, st.Token)
-	})
-	if err != nil {
-		if r.Context().Err() == nil {
-			_ = sse.event(s.streamErrorBody(r, err))
-			sse.done()
+		send := func(d ChatDelta, ok bool, tok *engine.Token) error {
+			c := ChatChoice{Index: i, Delta: &d}
+			if turn.er.Logprobs && tok != nil {
+				c.Logprobs = &ChatLogprobs{Content: []TokenLogprob{s.chatLogprob(tok, g.x.idsAsTokens)}}
+				ok = true
+			}
+			if g.returnIDs && tok != nil {
+				c.TokenIDs = []int32{tok.ID}
+				ok = true
+			}
+			if !ok {
+				return nil
+			}
+			return sse.event(chunk(c))
 		}
-		return nil
-	}
-	d, ok := turn.apply(turn.parser.Finish())
-	if err := send(d, ok, nil); err != nil {
-		return nil
-	}
-	if err := sse.event(chunk(ChatChoice{Delta: &ChatDelta{}, FinishReason: ptr(turn.finishReason(res.Finish))})); err != nil {
-		return nil
+		res, err := s.generate(r.Context(), t, turn.er, func(st engine.Step) error {
+			d, ok := turn.apply(turn.parser.Add(st.Text))
+			return send(d, ok, st.Token)
+		})
+		if err != nil {
+			if r.Context().Err() == nil {
+				_ = sse.event(s.streamErrorBody(r, err))
+				sse.done()
+			}
+			return nil
+		}
+		results[i] = res
+		d, ok := turn.apply(turn.parser.Finish())
+		if err := send(d, ok, nil); err != nil {
+			return nil
+		}
+		if err := sse.event(chunk(ChatChoice{Index: i, Delta: &ChatDelta{}, FinishReason: ptr(turn.finishReason(res.Finish))})); err != nil {
+			return nil
+		}
 	}
 	if g.includeUsage {
 		u := base
-		u.Choices, u.Usage = []ChatChoice{}, usage(len(er.Prompt), res)
+		u.Choices, u.Usage = []ChatChoice{}, usage(len(turns[0].er.Prompt), results...)
 		_ = sse.event(u)
 	}
 	sse.done()

@@ -11,9 +11,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, ModelList{Object: "list", Data: []ModelInfo{{
-		ID: s.m.Name, Object: "model", Created: s.cfg.Now().Unix(), OwnedBy: "lily", MaxModelLen: s.ctx,
-	}}})
+	writeJSON(w, http.StatusOK, ModelList{Object: "list", Data: []ModelInfo{s.modelInfo()}})
 	return nil
 }
 
@@ -71,7 +69,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkModel(req.Model); err != nil {
 		return err
 	}
-	v := s.m.Tok.VocabSize()
+	v := s.m.Backend.VocabSize() // the model's ids: those no token has decode as nothing
 	for i, id := range req.Tokens {
 		if id < 0 || int(id) >= v {
 			return &ParamError{Param: fmt.Sprintf("tokens[%d]", i), Message: fmt.Sprintf("id %d is outside the vocabulary [0, %d)", id, v)}

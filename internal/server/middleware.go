@@ -60,6 +60,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if r.Context().Err() != nil && status == http.StatusOK {
 				status = statusClientClosed
 			}
+			s.metrics.request(s.routeLabel(r.URL.Path), status)
 			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status,
 				"bytes", rec.bytes, "duration", time.Since(start).Round(time.Microsecond), "remote", r.RemoteAddr)
 		}()

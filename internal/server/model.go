@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 )
 
 // The server depends on the tokenizer and the chat format through these small interfaces, so that it
@@ -18,6 +19,8 @@ type Tokenizer interface {
 	Token(id int32) (string, bool)
 	IsSpecial(id int32) bool
 	VocabSize() int
+	// TokenBytes is the bytes id decodes to (nil for an id no token has).
+	TokenBytes(id int32) []byte
 }
 
 // Chat renders conversations and parses model output (internal/chat through a thin adapter that
@@ -29,6 +32,11 @@ type Chat interface {
 	// NewParser returns a streaming parser of the model's output; thinking says whether the output
 	// starts inside a reasoning block.
 	NewParser(tools json.RawMessage, thinking bool) (Parser, error)
+	// ToolCallGrammar is the grammar of an answer that is only tool calls in the model's format:
+	// calls of the function name (any of the tools when ""), one or (parallel) several, with
+	// arguments following each tool's parameter schema where the grammar supports it. Its errors
+	// are the client's.
+	ToolCallGrammar(tools json.RawMessage, name string, parallel bool) (*grammar.Node, error)
 }
 
 // RenderOptions mirrors chat.Options.

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 )
 
 // Config configures a Server. Zero values take the defaults documented on each field.
@@ -54,20 +56,25 @@ type Config struct {
 // Server answers the HTTP API. It is safe for concurrent use: requests are admitted one at a time
 // to the engine through a bounded FIFO.
 type Server struct {
-	cfg      Config
-	m        Model
-	eng      *engine.Engine
-	q        *queue
-	ctx      int
-	stopIDs  []int32
-	imStart  int32 // -1 when the tokenizer lacks it
-	defaults engine.Sampling
-	log      *slog.Logger
-	routes   map[string]map[string]func(http.ResponseWriter, *http.Request) error
-	bodies   *bodyGuard
-	nanOnce  sync.Once // warns of the first non-finite logprob
-	prep     *prepGate
-	reclaim  reclaimer
+	cfg       Config
+	m         Model
+	eng       *engine.Engine
+	q         *queue
+	ctx       int
+	stopIDs   []int32
+	imStart   int32 // -1 when the tokenizer lacks it
+	defaults  engine.Sampling
+	log       *slog.Logger
+	routes    map[string]map[string]func(http.ResponseWriter, *http.Request) error
+	bodies    *bodyGuard
+	nanOnce   sync.Once // warns of the first non-finite logprob
+	prep      *prepGate
+	reclaim   reclaimer
+	metrics   *metrics
+	responses *responseStore // conversations for previous_response_id
+	// The tokenizer's byte strings for structured output, built on first use.
+	vocabOnce sync.Once
+	gvocab    *grammar.Vocab
 	// maxTokBytes is the longest text one token stands for (checkTextFits).
 	maxTokBytes int
 	handler     http.Handler
@@ -82,7 +89,8 @@ func New(cfg Config) (*Server, error) {
 	if m.Name == "" {
 		m.Name = "Qwen3.6-35B-A3B"
 	}
-	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1}
+	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1, metrics: newMetrics(),
+		responses: newResponseStore()}
 	s.ctx = m.Backend.MaxContext()
 	if cfg.CtxSize > 0 && cfg.CtxSize < s.ctx {
 		s.ctx = cfg.CtxSize
@@ -134,13 +142,18 @@ func New(cfg Config) (*Server, error) {
 		s.imStart = id
 	}
 	s.routes = map[string]map[string]func(http.ResponseWriter, *http.Request) error{
-		"/health":              {http.MethodGet: s.handleHealth},
-		"/v1/models":           {http.MethodGet: s.handleModels},
-		"/v1/chat/completions": {http.MethodPost: s.handleChat},
-		"/v1/completions":      {http.MethodPost: s.handleCompletions},
-		"/tokenize":            {http.MethodPost: s.handleTokenize},
-		"/detokenize":          {http.MethodPost: s.handleDetokenize},
-		"/v1/lily/info":        {http.MethodGet: s.handleInfo},
+		"/health":                   {http.MethodGet: s.handleHealth, http.MethodHead: s.handleHealth},
+		"/version":                  {http.MethodGet: s.handleVersion},
+		"/metrics":                  {http.MethodGet: s.handleMetrics},
+		"/v1/responses":             {http.MethodPost: s.handleResponses},
+		"/v1/messages":              {http.MethodPost: s.handleMessages},
+		"/v1/messages/count_tokens": {http.MethodPost: s.handleCountTokens},
+		"/v1/models":                {http.MethodGet: s.handleModels},
+		"/v1/chat/completions":      {http.MethodPost: s.handleChat},
+		"/v1/completions":           {http.MethodPost: s.handleCompletions},
+		"/tokenize":                 {http.MethodPost: s.handleTokenize},
+		"/detokenize":               {http.MethodPost: s.handleDetokenize},
+		"/v1/lily/info":             {http.MethodGet: s.handleInfo},
 	}
 	s.handler = s.middleware(http.HandlerFunc(s.route))
 	return s, nil
@@ -168,6 +181,9 @@ func (s *Server) Close() error { return s.eng.Close() }
 // route dispatches on path and method; handlers return errors for writeError.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	methods, ok := s.routes[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, modelPrefix) {
+		methods, ok = map[string]func(http.ResponseWriter, *http.Request) error{http.MethodGet: s.handleModel}, true
+	}
 	var err error
 	switch {
 	case !ok && s.cfg.Page != nil && isPagePath(r.URL.Path):

@@ -65,6 +65,7 @@ type genParams struct {
 	stream       bool
 	includeUsage bool
 	returnIDs    bool
+	x            extraParams
 }
 
 func inRange(param string, v *float64, lo, hi float64) error {
@@ -89,9 +90,11 @@ func (s *Server) params(p *SamplingParams, maxTokens *int, maxParam string, minM
 	if err := s.checkModel(p.Model); err != nil {
 		return g, err
 	}
-	if p.N != nil && *p.N != 1 {
-		return g, &ParamError{Param: "n", Message: "only n=1 is supported (one sequence per request)"}
+	x, err := s.extra(p)
+	if err != nil {
+		return g, err
 	}
+	g.x = x
 	if p.StreamOptions != nil {
 		if !p.Stream {
 			return g, &ParamError{Param: "stream_options", Message: "only allowed when stream is true"}

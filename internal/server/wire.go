@@ -117,6 +117,7 @@ type SamplingParams struct {
 	FrequencyPenalty *float64       `json:"frequency_penalty"`
 	N                *int           `json:"n"`
 	ReturnTokenIDs   bool           `json:"return_token_ids"`
+	ExtraParams
 }
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -129,14 +130,17 @@ type ChatRequest struct {
 	Logprobs            bool                       `json:"logprobs"`
 	TopLogprobs         *int                       `json:"top_logprobs"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+	ParallelToolCalls   *bool                      `json:"parallel_tool_calls"`
 }
 
 // CompletionRequest is the body of POST /v1/completions.
 type CompletionRequest struct {
 	SamplingParams
-	Prompt   Prompt `json:"prompt"`
-	Echo     bool   `json:"echo"`
-	Logprobs *int   `json:"logprobs"`
+	Prompt   Prompt  `json:"prompt"`
+	Echo     bool    `json:"echo"`
+	Logprobs *int    `json:"logprobs"`
+	Suffix   *string `json:"suffix"`
+	BestOf   *int    `json:"best_of"`
 }
 
 // TokenizeRequest is the body of POST /tokenize (vLLM): either a prompt or chat messages.

@@ -18,16 +18,17 @@ func (t *Tokenizer) NewDecoder(skipSpecial bool) *StreamDecoder {
 }
 
 // Add appends the token id and returns the text it completes, which never ends inside a character.
-// Invalid bytes are replaced by U+FFFD as soon as no later byte could make them valid. An id that no
-// token has is an error and leaves the decoder unchanged.
+// Invalid bytes are replaced by U+FFFD as soon as no later byte could make them valid. A non-negative id
+// that no token has adds nothing (as in Decode); a negative id is an error and leaves the decoder
+// unchanged.
 func (d *StreamDecoder) Add(id int32) (string, error) {
-	if !d.t.valid(id) {
+	if id < 0 {
 		return "", d.t.idError(id)
 	}
 	if d.skipSpecial && d.t.special[id] {
 		return "", nil
 	}
-	tok := d.t.decoded[id]
+	tok := d.t.TokenBytes(id)
 	if len(d.held) == 0 && utf8.Valid(tok) {
 		return string(tok), nil // the common case: whole characters only
 	}

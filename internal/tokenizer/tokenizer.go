@@ -15,7 +15,7 @@ import (
 	"fmt"
 )
 
-// ErrUnknownID is wrapped by the errors of Decode and StreamDecoder.Add for an id that no token has.
+// ErrUnknownID is wrapped by the errors of Decode and StreamDecoder.Add for a negative id.
 var ErrUnknownID = errors.New("tokenizer: unknown token id")
 
 // Tokenizer encodes text to token ids and back. It is immutable after Load or Parse and safe for
@@ -58,6 +58,15 @@ func (t *Tokenizer) Token(id int32) (string, bool) {
 
 // IsSpecial reports whether id is an added token marked special, which Decode skips on request.
 func (t *Tokenizer) IsSpecial(id int32) bool { return t.special[id] }
+
+// TokenBytes returns the bytes id decodes to (nil for an id that no token has). The caller must not
+// modify them.
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	if !t.valid(id) {
+		return nil
+	}
+	return t.decoded[id]
+}
 
 func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.tokens) && t.present[id] }
 
@@ -117,18 +126,19 @@ func (t *Tokenizer) encodeSpan(out []int32, s string, sc *scratch) []int32 {
 }
 
 // Decode returns the text of ids: the tokens' bytes concatenated, with each maximal invalid UTF-8 subpart
-// replaced by U+FFFD. With skipSpecial, added tokens marked special are left out. An id that no token has
-// is an error (Hugging Face drops such ids silently).
+// replaced by U+FFFD. With skipSpecial, added tokens marked special are left out. A non-negative id that
+// no token has decodes as nothing, as Hugging Face does: the model's embedding rows are padded past the
+// tokenizer, and a model can generate such an id. A negative id is an error.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var b []byte
 	for _, id := range ids {
-		if !t.valid(id) {
+		if id < 0 {
 			return "", t.idError(id)
 		}
 		if skipSpecial && t.special[id] {
 			continue
 		}
-		b = append(b, t.decoded[id]...)
+		b = append(b, t.TokenBytes(id)...)
 	}
 	return string(appendLossy(make([]byte, 0, len(b)), b)), nil
 }

@@ -207,15 +207,30 @@ func TestAccessors(t *testing.T) {
 	}
 }
 
+// TestDecodeBadIDs: a negative id is an error; an id no token has (the model's padded rows) decodes as
+// nothing, in Decode and in the stream decoder, as Hugging Face decodes it.
 func TestDecodeBadIDs(t *testing.T) {
 	tk := load(t, "qwen36-tiny")
-	for _, id := range []int32{-1, int32(tk.VocabSize()), 1 << 30} {
-		if s, err := tk.Decode([]int32{72, id}, false); !errors.Is(err, tokenizer.ErrUnknownID) {
-			t.Errorf("Decode with id %d = %q, %v; want ErrUnknownID", id, s, err)
+	if s, err := tk.Decode([]int32{72, -1}, false); !errors.Is(err, tokenizer.ErrUnknownID) {
+		t.Errorf("Decode with id -1 = %q, %v; want ErrUnknownID", s, err)
+	}
+	if _, err := tk.NewDecoder(false).Add(-1); !errors.Is(err, tokenizer.ErrUnknownID) {
+		t.Errorf("Add(-1): %v; want ErrUnknownID", err)
+	}
+	want, err := tk.Decode([]int32{72, 72}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{int32(tk.VocabSize()), int32(tk.VocabSize()) + 60, 1 << 30} {
+		if s, err := tk.Decode([]int32{72, id, 72}, false); err != nil || s != want {
+			t.Errorf("Decode with id %d = %q, %v; want %q", id, s, err, want)
 		}
 		d := tk.NewDecoder(false)
-		if _, err := d.Add(id); !errors.Is(err, tokenizer.ErrUnknownID) {
-			t.Errorf("Add(%d): %v; want ErrUnknownID", id, err)
+		if s, err := d.Add(id); err != nil || s != "" {
+			t.Errorf("Add(%d) = %q, %v; want empty", id, s, err)
+		}
+		if b := tk.TokenBytes(id); b != nil {
+			t.Errorf("TokenBytes(%d) = %q", id, b)
 		}
 	}
 }

@@ -46,6 +46,10 @@ func rendering(t *testing.T, b *browser) {
 			(n.querySelector(".body").textContent ? answerOpen : thinkingOpen).add(d.open);
 		}).observe(document.getElementById("messages"), {subtree: true, childList: true, characterData: true, attributes: true});
 		return true; })()`)
+	// The tool call is parsed only for a request that declares tools: give one in the settings.
+	eval[bool](b, `(() => { const t = document.getElementById("set-tools");
+		t.value = '[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]';
+		t.dispatchEvent(new Event("input")); return true; })()`)
 	// Shift+Enter starts a new line; Enter sends.
 	b.do(chromedp.Focus(chromedp.ID("input")), chromedp.KeyEvent("weather"),
 		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)), chromedp.KeyEvent("in Paris?"))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/grammar"
 	"github.com/lily-engine/lily/internal/server"
 )
 
@@ -23,13 +24,15 @@ const (
 	FirstPlain  = 3 // ids from here on are not special
 )
 
-// NewTokenizer returns the fake tokenizer: specials, think and tool tags, printable ASCII, newline, é.
+// NewTokenizer returns the fake tokenizer: specials, think and tool tags, printable ASCII, newline, é,
+// two byte tokens.
 func NewTokenizer() *Tokenizer {
 	v := []string{"<|endoftext|>", "<|im_end|>", "<|im_start|>", "<think>", "</think>", "<tool_call>", "</tool_call>"}
 	for c := byte(32); c < 127; c++ {
 		v = append(v, string(c))
 	}
-	v = append(v, "\n", "é")
+	// Two byte tokens that are parts of one character (as byte-level BPE has): each decodes as U+FFFD.
+	v = append(v, "\n", "é", "\xf0", "\x9f")
 	return &Tokenizer{vocab: v}
 }
 
@@ -58,13 +61,15 @@ func (t *Tokenizer) ID(s string) int32 {
 	return id
 }
 
+// Decode decodes ids; like the real tokenizer, an id past the vocabulary (the model's padded
+// rows) is nothing and a negative id an error.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	var sb strings.Builder
 	for _, id := range ids {
-		s, ok := t.Token(id)
-		if !ok {
+		if id < 0 {
 			return "", fmt.Errorf("fake tokenizer: no token %d", id)
 		}
+		s, _ := t.Token(id)
 		if !skipSpecial || !t.IsSpecial(id) {
 			sb.WriteString(s)
 		}
@@ -88,7 +93,16 @@ func (t *Tokenizer) Token(id int32) (string, bool) {
 	return t.vocab[id], true
 }
 
-func (t *Tokenizer) IsSpecial(id int32) bool { return id < FirstPlain }
+func (t *Tokenizer) IsSpecial(id int32) bool { return id >= 0 && id < FirstPlain }
+
+// TokenBytes returns the token's bytes (nil past the vocabulary).
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	s, ok := t.Token(id)
+	if !ok {
+		return nil
+	}
+	return []byte(s)
+}
 
 type decoder struct {
 	t    *Tokenizer
@@ -133,7 +147,8 @@ func (Chat) Render(messages, tools json.RawMessage, opt server.RenderOptions) (s
 }
 
 func (Chat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, error) {
-	p := &parser{mode: "content"}
+	t := strings.TrimSpace(string(tools))
+	p := &parser{mode: "content", tools: t != "" && t != "null" && t != "[]"}
 	if thinking {
 		p.mode = "reasoning"
 	}
@@ -141,6 +156,7 @@ func (Chat) NewParser(tools json.RawMessage, thinking bool) (server.Parser, erro
 }
 
 type parser struct {
+	tools bool   // tool calls are parsed only for a request with tools, as internal/chat does
 	mode  string // reasoning, content, tool
 	buf   string
 	calls int
@@ -178,6 +194,11 @@ func (p *parser) Add(chunk string) []server.Delta {
 			}
 			tag := "</think>"
 			if p.mode == "content" {
+				if !p.tools {
+					out = append(out, p.emit(p.buf))
+					p.buf = ""
+					return out
+				}
 				tag = "<tool_call>"
 			}
 			if i := strings.Index(p.buf, tag); i >= 0 {
@@ -227,4 +248,38 @@ func (p *parser) Finish() []server.Delta {
 	d := p.emit(p.buf)
 	p.buf = ""
 	return []server.Delta{d}
+}
+
+// ToolCallGrammar is the fake format's answer of tool calls only:
+// <tool_call>{"name":NAME,"arguments":ARGS}</tool_call>, ARGS following the tool's parameters.
+func (Chat) ToolCallGrammar(tools json.RawMessage, name string, parallel bool) (*grammar.Node, error) {
+	var list []struct {
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(tools, &list); err != nil {
+		return nil, err
+	}
+	var alts []*grammar.Node
+	for _, t := range list {
+		if name != "" && t.Function.Name != name {
+			continue
+		}
+		args := grammar.AnyObject()
+		if len(t.Function.Parameters) > 0 {
+			var err error
+			if args, err = grammar.SchemaNode(t.Function.Parameters); err != nil {
+				return nil, err
+			}
+		}
+		key, _ := json.Marshal(t.Function.Name)
+		alts = append(alts, grammar.Seq(grammar.Lit(`<tool_call>{"name":`+string(key)+`,"arguments":`), args, grammar.Lit("}</tool_call>")))
+	}
+	calls := grammar.Alt(alts...)
+	if parallel {
+		return grammar.Seq(calls, grammar.Star(calls)), nil
+	}
+	return calls, nil
 }

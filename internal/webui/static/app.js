@@ -118,6 +118,15 @@ function requestBody(msgs) {
     const v = String(s[k]).trim();
     if (v !== "") body[k] = int ? parseInt(v, 10) : parseFloat(v);
   }
+  // Tools as given; text that is not JSON goes as a string, so the server's 400 says what is wrong.
+  const tools = String(s.tools ?? "").trim();
+  if (tools !== "") {
+    try {
+      body.tools = JSON.parse(tools);
+    } catch (_) {
+      body.tools = tools;
+    }
+  }
   return body;
 }
 

@@ -5,12 +5,12 @@ import { defaultSettings } from "./store.js";
 const $ = (id) => document.getElementById(id);
 
 const FIELDS = { system: "set-system", temperature: "set-temperature", top_p: "set-top-p",
-  max_tokens: "set-max-tokens", seed: "set-seed" };
+  max_tokens: "set-max-tokens", seed: "set-seed", tools: "set-tools" };
 
 // bindSettings fills the settings form from the store and saves every change.
 export function bindSettings(store, notice) {
   const fill = () => {
-    for (const [k, id] of Object.entries(FIELDS)) $(id).value = store.settings[k];
+    for (const [k, id] of Object.entries(FIELDS)) $(id).value = store.settings[k] ?? "";
     $("thinking").checked = store.settings.thinking;
   };
   for (const [k, id] of Object.entries(FIELDS)) {

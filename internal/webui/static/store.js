@@ -7,7 +7,7 @@ const CURRENT = "lily.current";
 const SETTINGS = "lily.settings";
 
 export const defaultSettings = () => ({
-  system: "", temperature: "", top_p: "", max_tokens: "", seed: "", thinking: true,
+  system: "", temperature: "", top_p: "", max_tokens: "", seed: "", tools: "", thinking: true,
 });
 
 function read(key, fallback) {
