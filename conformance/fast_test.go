@@ -237,18 +237,44 @@ func TestFastSnapshotRestore(t *testing.T) {
 const fastGoldenLogprobTol = 1e-3
 
 // TestFastFixtures runs the fast engine on every transformers fixture: logprobs and greedy
-// continuations against the goldens, and the whole-model budget against ref (teacher-forced top-1
-// ≥ 99%, |Δ perplexity| ≤ 0.5%) through the decode plan.
+// continuations against the goldens with the float32 KV cache (fast.Options.KVCacheF32, exact to
+// ref's rounding), and the whole-model budget against ref (teacher-forced top-1 ≥ 99%, |Δ
+// perplexity| ≤ 0.5%) through the decode plan.
 func TestFastFixtures(t *testing.T) {
 	for _, g := range fixtureGoldens(t) {
 		t.Run(g.Model+"/"+g.Layout, func(t *testing.T) {
 			ck := openFixture(t, g)
-			rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096})
+			rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096, KVCacheF32: true})
 			for _, p := range g.Prompts {
 				checkPromptLogprobs(t, fb, p, fastGoldenLogprobTol)
 				checkGreedy(t, fb, p.IDs, p.Greedy, fastGoldenLogprobTol)
 			}
 			checkDecodePlan(t, "decode plan", rb, fb, ids32(g.Prompts[len(g.Prompts)-1].IDs), 0.99, 0.005)
+		})
+	}
+}
+
+// The fp16 KV cache (fast's default) rounds every cached key and value to 11 significant bits
+// (relative 2^-11), which moves logits by ~1e-4 of their spread: within issue 21's budget
+// (teacher-forced top-1 ≥ 99%, |Δppl| ≤ 0.1%, the same as the integer prefill GEMM's) on each
+// fixture's longest prompt. Measured: tiny-a/hf top-1 99.2%, Δppl +0.025% (one near-tie flip);
+// the other fixtures 100%, |Δppl| ≤ 0.03%. On tiny-a/hf's 70-token prompt one near-tie flip
+// gives 98.6% — the goldens are checked with the float32 cache for that reason.
+const (
+	f16KVMinTop1     = 0.99
+	f16KVMaxDeltaPPL = 0.001
+)
+
+// TestFastF16KVCache holds the default fp16 KV cache to its budget against ref on every fixture,
+// through the decode plan and the prefill plan.
+func TestFastF16KVCache(t *testing.T) {
+	for _, g := range fixtureGoldens(t) {
+		t.Run(g.Model+"/"+g.Layout, func(t *testing.T) {
+			ck := openFixture(t, g)
+			rb, fb := backendsWith(t, ck, fast.Options{MaxContext: 4096})
+			toks := ids32(g.Prompts[len(g.Prompts)-1].IDs)
+			sa := checkDecodePlan(t, "fp16 KV, decode plan", rb, fb, toks, f16KVMinTop1, f16KVMaxDeltaPPL)
+			checkPrefillPlan(t, "fp16 KV, prefill plan", sa, fb, toks, f16KVMinTop1, f16KVMaxDeltaPPL)
 		})
 	}
 }
@@ -300,8 +326,9 @@ func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []in
 // matrix to run in whole 8-group blocks (hidden, head and expert widths 512), the shapes on which
 // the kernels choose the AVX-512 VNNI mat-vec where the CPU has it (the fixtures' 64- and 128-wide
 // matrices run the float32 kernels): a synthetic checkpoint of the real layout, 4 layers, top-8 of
-// 16 experts, teacher-forced through the decode plan (budget 0.5%) and the prefill plan (0.1%:
-// its 4-bit mat-mats run the integer GEMM where the CPU has VNNI) against ref.
+// 16 experts, teacher-forced through the decode plan and the prefill plan (its 4-bit mat-mats run
+// the integer GEMM where the CPU has VNNI) against ref; both plans run the default fp16 KV cache
+// and are held to its budget (f16KVMinTop1, f16KVMaxDeltaPPL: 0.1%).
 func TestFastWideTeacherForced(t *testing.T) {
 	c, err := synth.Preset(synth.PresetTiny)
 	if err != nil {
@@ -327,8 +354,8 @@ func TestFastWideTeacherForced(t *testing.T) {
 	pool.Close()
 	rb, fb := backends(t, ck)
 	toks := randomTokens(96, rb.VocabSize(), 11)
-	sa := checkDecodePlan(t, "decode plan, 512-wide", rb, fb, toks, 0.99, 0.005)
-	checkPrefillPlan(t, "prefill plan, 512-wide", sa, fb, toks, 0.99, 0.001)
+	sa := checkDecodePlan(t, "decode plan, 512-wide", rb, fb, toks, f16KVMinTop1, f16KVMaxDeltaPPL)
+	checkPrefillPlan(t, "prefill plan, 512-wide", sa, fb, toks, f16KVMinTop1, f16KVMaxDeltaPPL)
 }
 
 // checkPrefillPlan holds fb's scores through the prefill plan (fidelity.Score scores the whole

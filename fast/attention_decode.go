@@ -11,14 +11,13 @@ func (s *Session) attnDecode(li int, l *layer) {
 		m.queryHead(l, b.q2[h*2*hd:(h+1)*2*hd], s.pos, b.qh[h*hd:(h+1)*hd], b.gate[h*hd:(h+1)*hd])
 	}
 	w := hkv * hd
-	kc := s.kc[li][s.pos*w : (s.pos+1)*w]
-	copy(s.vc[li][s.pos*w:(s.pos+1)*w], b.vv)
 	for h := 0; h < hkv; h++ {
-		rmsNorm(b.kk[h*hd:(h+1)*hd], l.kn, kc[h*hd:(h+1)*hd], m.eps())
-		rope(kc[h*hd:(h+1)*hd], s.pos, m.inv)
+		kh := b.kk[h*hd : (h+1)*hd]
+		rmsNorm(kh, l.kn, kh, m.eps())
+		rope(kh, s.pos, m.inv)
 	}
-	n := s.pos + 1
-	s.attend(b.qh, s.kc[li][:n*w], s.vc[li][:n*w], n, hq, hkv, hd, b.ao)
+	s.kv[li].put(m.k, s.pos, w, b.kk, b.vv)
+	s.attend(b.qh, s.kv[li], s.pos+1, hq, hkv, hd, b.ao)
 	for i, g := range b.gate {
 		b.ao[i] *= sigmoid(g)
 	}
@@ -36,7 +35,9 @@ const attnSub = 64
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
 type attnArgs struct {
-	q, k, v     []float32 // q: [Hq*D], scaled by D^-1/2; k, v: [n, Hkv*D]
+	q           []float32 // [Hq*D], scaled by D^-1/2
+	kv          *kvCache  // [n, Hkv*D] keys and values
+	wide        []float32 // [workers, attnSub, D] each worker's key or value block widened to float32
 	n, splits   int
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
@@ -48,8 +49,8 @@ type attnArgs struct {
 
 // attend computes causal attention of one query position over keys [0, n), split along the
 // sequence in attnSplit-key pieces (units of (head, split) across the pool), then merges the
-// partial softmaxes. q: [Hq*D] scaled by D^-1/2 (queryHead); k, v: [n, Hkv*D]; out: [Hq*D].
-func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
+// partial softmaxes. q: [Hq*D] scaled by D^-1/2 (queryHead); kv: at least n rows; out: [Hq*D].
+func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []float32) {
 	b := s.dec
 	splits := (n + attnSplit - 1) / attnSplit
 	stride := hd + 2
@@ -66,9 +67,9 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 	if cap(b.amx) < hq*splits {
 		b.amx, b.asum = make([]float32, hq*splits), make([]float64, hq*splits)
 	}
-	s.att = attnArgs{q: q, k: k, v: v, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
-		scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
-	s.m.run.Run(hkv*splits, s.tasks.attend)
+	s.att = attnArgs{q: q, kv: kv, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
+		wide: b.awide, scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
+	s.m.run.RunTask(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
@@ -91,21 +92,21 @@ func (s *Session) attend(q, k, v []float32, n, hq, hkv, hd int, out []float32) {
 	}
 }
 
-// attendUnits computes the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
+// attendUnits computes, on worker w, the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
-// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTile, each key row
-// loaded once for two heads), each head's running softmax (foldScores), the weighted values
-// (AccumTile, each value row loaded once for four heads). Head h's result goes to part as
+// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTileF16: the block's
+// fp16 keys widened once into the unit's scratch, each row then loaded once for two heads), each
+// head's running softmax (foldScores), the weighted values (AccumTileF16, likewise). Head h's result goes to part as
 // (Σ e^{s-m} v, m, Σ e^{s-m}).
-func (s *Session) attendUnits(lo, hi int) {
+func (s *Session) attendUnits(w0, lo, hi int) {
 	a := &s.att
 	ops := s.m.ops
 	hd, stride, w := a.hd, a.hd+2, a.hkv*a.hd
 	rep := a.hq / a.hkv
+	wd := a.wide[w0*attnSub*hd : (w0+1)*attnSub*hd]
 	for u := lo; u < hi; u++ {
 		kvh, sp := u/a.splits, u%a.splits
 		t0, t1 := sp*attnSplit, min(a.n, (sp+1)*attnSplit)
-		kr, vr := a.k[t0*w+kvh*hd:t1*w], a.v[t0*w+kvh*hd:t1*w]
 		sc := a.scores[u*rep*attnSub : (u+1)*rep*attnSub]
 		ob := a.out[u*rep*hd : (u+1)*rep*hd]
 		qs := a.q[kvh*rep*hd : (kvh+1)*rep*hd]
@@ -117,11 +118,11 @@ func (s *Session) attendUnits(lo, hi int) {
 		for b0 := 0; b0 < t1-t0; b0 += attnSub {
 			nb := min(t1-t0, b0+attnSub) - b0
 			st := sc[:rep*nb]
-			ops.scoreTile(st, qs, rep, hd, kr[b0*w:], w, nb)
+			a.kv.scoreTile(ops, st, qs, rep, hd, (t0+b0)*w+kvh*hd, w, nb, wd)
 			for j := range rep {
 				ops.foldScores(st[j*nb:(j+1)*nb], ob[j*hd:(j+1)*hd], &mx[j], &sum[j])
 			}
-			ops.accumTile(ob, rep, hd, st, nb, vr[b0*w:], w)
+			a.kv.accumTile(ops, ob, rep, hd, st, nb, (t0+b0)*w+kvh*hd, w, wd)
 		}
 		for j := range rep {
 			i := ((kvh*rep+j)*a.splits + sp) * stride

@@ -18,20 +18,22 @@ const prefillKeyBlock = 64
 // qh, gate, ao: [t, Hq·D], the queries scaled by D^-1/2 (queryHead).
 //
 // A unit is (block of prefillQTokens positions, KV head). Per block of prefillKeyBlock keys it
-// computes the scores of all its query rows (cpu.Kernels.ScoreTile), masks the keys past each
-// row's position, folds them into each row's running softmax (rescaling the row when its maximum
-// grows) and adds the weighted values (cpu.Kernels.AccumTile).
+// computes the scores of all its query rows (cpu.Kernels.ScoreTileF16 on the fp16 cache), masks the
+// keys past each row's position, folds them into each row's running softmax (rescaling the row when
+// its maximum grows) and adds the weighted values (cpu.Kernels.AccumTileF16). Memory per unit is
+// fixed by the block sizes, never by the context: no [t, n] score matrix exists.
 func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32) {
 	m, c := s.m, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	qw, kw, rep := hq*hd, hkv*hd, hq/hkv
-	kc, vc := s.kc[li], s.vc[li]
+	kv := s.kv[li]
 	blocks := (t + prefillQTokens - 1) / prefillQTokens
 	m.run.Run(hkv*blocks, func(lo, hi int) {
 		rows := prefillQTokens * rep
 		qb := make([]float32, rows*hd) // [rows, D]: row r is position i0 + r/rep, head kvh·rep + r%rep
 		ob := make([]float32, rows*hd) // [rows, D] the rows' unnormalised outputs
 		sc := make([]float32, rows*prefillKeyBlock)
+		wd := make([]float32, prefillKeyBlock*hd) // [block, D] the block's fp16 keys, then values, widened
 		mx := make([]float32, rows)
 		sum := make([]float64, rows)
 		for u := lo; u < hi; u++ {
@@ -49,7 +51,7 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32)
 			for p0 := 0; p0 < n; p0 += prefillKeyBlock {
 				nb := min(n, p0+prefillKeyBlock) - p0
 				st := sc[:nr*nb]
-				m.ops.scoreTile(st, qb, nr, hd, kc[p0*kw+kvh*hd:], kw, nb)
+				kv.scoreTile(m.ops, st, qb, nr, hd, p0*kw+kvh*hd, kw, nb, wd)
 				for r := range nr {
 					row := st[r*nb : (r+1)*nb]
 					valid := min(nb, s.pos+i0+r/rep+1-p0) // keys p0 … this row's position
@@ -60,7 +62,7 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32)
 					m.ops.foldScores(row[:valid], ob[r*hd:(r+1)*hd], &mx[r], &sum[r])
 					clear(row[valid:])
 				}
-				m.ops.accumTile(ob, nr, hd, st, nb, vc[p0*kw+kvh*hd:], kw)
+				kv.accumTile(m.ops, ob, nr, hd, st, nb, p0*kw+kvh*hd, kw, wd)
 			}
 			for r := range nr {
 				at := (i0+r/rep)*qw + (kvh*rep+r%rep)*hd

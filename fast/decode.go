@@ -20,6 +20,7 @@ type decodeBufs struct {
 	scores          []float32 // attention: [Hq*splits, attnSub] score sub-blocks
 	aout            []float32 // attention: [Hq*splits, D] the units' unnormalised outputs
 	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
+	awide           []float32 // attention: [workers, attnSub, D] fp16 K/V blocks widened per worker
 	asum            []float64 // attention: [Hq*splits] running sum
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]
@@ -48,6 +49,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
 		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 2*(c.NumExpertsPerTok+1)),
+		awide: f(m.run.Workers() * attnSub * c.HeadDim),
 	}
 	inter := max(c.MoEIntermediate, c.SharedIntermediate)
 	for i := 0; i <= c.NumExpertsPerTok; i++ {
@@ -196,8 +198,14 @@ func (s *Session) gdnDecode(li int, l *layer) {
 // decodeTasks are the decode plan's parallel loops as func values made once per session, so that
 // dispatching them allocates nothing; they read their layer from Session.cur.
 type decodeTasks struct {
-	conv, heads, attend func(lo, hi int)
+	conv, heads func(lo, hi int)
+	attend      attendTask
 }
+
+// attendTask runs attendUnits on a worker with that worker's scratch.
+type attendTask struct{ s *Session }
+
+func (t attendTask) Do(w, lo, hi int) { t.s.attendUnits(w, lo, hi) }
 
 func (s *Session) newDecodeTasks() decodeTasks {
 	return decodeTasks{
@@ -212,7 +220,7 @@ func (s *Session) newDecodeTasks() decodeTasks {
 				gatedNorm(s.m.ops, b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
 			}
 		},
-		attend: func(lo, hi int) { s.attendUnits(lo, hi) },
+		attend: attendTask{s},
 	}
 }
 

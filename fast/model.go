@@ -32,6 +32,7 @@ type Model struct {
 	maxCtx int
 	ops    vecOps // dot and axpy of the plans' inner loops
 	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
+	kv32   bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
 }
 
 type layer struct {
@@ -61,6 +62,10 @@ type Options struct {
 	// Portable runs the portable Go kernels (cpu.NewPortable) instead of the SIMD ones: the same
 	// plans, a check of the SIMD kernels against their portable twins.
 	Portable bool
+	// KVCacheF32 keeps the KV cache in float32 instead of fp16: twice the memory and the bytes
+	// attention reads, exact to ref's rounding of the keys and values (conformance checks the
+	// transformers goldens with it; the default fp16 cache has its own budget).
+	KVCacheF32 bool
 }
 
 // Open checks w (checkpoint.Weights.Validate) and prepares it for the fast plans on the fast/cpu
@@ -98,7 +103,7 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	m := &Model{cfg: c, run: k.Pool(), k: k, ops: vecOps{k}, int16: o.Int16Activations, final: w.FinalNorm, maxCtx: maxCtx,
+	m := &Model{cfg: c, run: k.Pool(), k: k, ops: vecOps{k}, int16: o.Int16Activations, kv32: o.KVCacheF32, final: w.FinalNorm, maxCtx: maxCtx,
 		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta),
 		gdn: gdnDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
 			dv: c.LinearValueHeadDim, k: c.LinearConvKernel, c: c.ConvDim(), eps: 1e-6}}
@@ -167,3 +172,11 @@ func (m *Model) embedRow(id int32, h []float32) error {
 
 // qkScale is Dk^-1/2, applied to q after its L2 norm.
 func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.gdn.dk))) }
+
+// KVElementBytes is the size of one cached K or V element: 2 (fp16), or 4 with Options.KVCacheF32.
+func (m *Model) KVElementBytes() int {
+	if m.kv32 {
+		return 4
+	}
+	return 2
+}

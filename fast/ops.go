@@ -164,6 +164,16 @@ func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float
 	o.k.AccumTile(out, m, d, p, n, v, vs)
 }
 
+// scoreTileF16 is scoreTile against fp16 keys (the KV cache), widened into scratch: [n, d].
+func (o vecOps) scoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
+	o.k.ScoreTileF16(s, q, m, d, keys, ks, n, scratch)
+}
+
+// accumTileF16 is accumTile with fp16 values (the KV cache), widened into scratch: [n, d].
+func (o vecOps) accumTileF16(out []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32) {
+	o.k.AccumTileF16(out, m, d, p, n, v, vs, scratch)
+}
+
 // deltaUpdate: S_i = decay·S_i + k_i·delta for every row of s: [len(k), len(out)], and
 // out = Σ_i q_i·S_i from the new rows (delta and out must not overlap).
 func (o vecOps) deltaUpdate(s []float32, decay float32, k, q, delta, out []float32) {

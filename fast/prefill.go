@@ -194,13 +194,13 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 		for h := 0; h < hq; h++ {
 			m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
 		}
-		kc := s.kc[li][pos*kw : (pos+1)*kw]
+		kr := kk[i*kw : (i+1)*kw]
 		for h := 0; h < hkv; h++ {
-			rmsNorm(kk[i*kw+h*hd:i*kw+(h+1)*hd], l.kn, kc[h*hd:(h+1)*hd], m.eps())
-			rope(kc[h*hd:(h+1)*hd], pos, m.inv)
+			rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
+			rope(kr[h*hd:(h+1)*hd], pos, m.inv)
 		}
-		copy(s.vc[li][pos*kw:(pos+1)*kw], vv[i*kw:(i+1)*kw])
 	}
+	s.kv[li].put(m.k, s.pos, kw, kk, vv)
 	ao := make([]float32, t*qw)
 	s.attendPrefill(li, qh, gate, t, ao)
 	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})

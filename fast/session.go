@@ -18,8 +18,7 @@ type Session struct {
 	pos  int
 	conv [][]float32 // per layer (GDN only): [(K-1)*C], oldest row first
 	ssm  [][]float32 // per layer (GDN only): [Hv, Dk, Dv]
-	kc   [][]float32 // per layer (attention only): [cap, Hkv*D] post-norm post-RoPE keys
-	vc   [][]float32 // per layer (attention only): [cap, Hkv*D]
+	kv   []*kvCache  // per layer (attention only)
 	dec  *decodeBufs
 	scr  []*gdnScratch
 
@@ -39,12 +38,14 @@ func (m *Model) newSession() *Session {
 	s := &Session{m: m, vecBufs: map[int][]*cpu.Vec{}, vecUsed: map[int]int{}}
 	n := len(m.layers)
 	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
-	s.kc, s.vc = make([][]float32, n), make([][]float32, n)
+	s.kv = make([]*kvCache, n)
 	d := m.gdn
 	for i, l := range m.layers {
 		if l.kind == checkpoint.LinearAttention {
 			s.conv[i] = make([]float32, (d.k-1)*d.c)
 			s.ssm[i] = make([]float32, d.hv*d.dk*d.dv)
+		} else {
+			s.kv[i] = &kvCache{f32: m.kv32}
 		}
 	}
 	s.dec = newDecodeBufs(m)
@@ -59,27 +60,12 @@ func (m *Model) newSession() *Session {
 // Len is the number of tokens processed.
 func (s *Session) Len() int { return s.pos }
 
-// kvReserve makes room in every KV cache for n more tokens, growing in steps of 1,024 tokens so
-// that decode allocates only once per 1,024 tokens.
+// kvReserve makes room in every KV cache for n more tokens.
 func (s *Session) kvReserve(n int) {
-	c := s.m.cfg
-	w := c.NumKVHeads * c.HeadDim
-	need := (s.pos + n) * w
-	for i, l := range s.m.layers {
-		if l.kind != checkpoint.FullAttention || cap(s.kc[i]) >= need {
-			continue
-		}
-		nc := ((s.pos+n)/1024 + 1) * 1024 * w
-		k := make([]float32, s.pos*w, nc)
-		v := make([]float32, s.pos*w, nc)
-		copy(k, s.kc[i])
-		copy(v, s.vc[i])
-		s.kc[i], s.vc[i] = k, v
-	}
-	for i, l := range s.m.layers {
-		if l.kind == checkpoint.FullAttention {
-			s.kc[i] = s.kc[i][:need]
-			s.vc[i] = s.vc[i][:need]
+	w := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
+	for _, c := range s.kv {
+		if c != nil {
+			c.reserve(s.pos+n, w)
 		}
 	}
 }
@@ -134,9 +120,10 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 
 // snapshot is a deep copy of a session's state.
 type snapshot struct {
-	m               *Model
-	pos             int
-	conv, ssm, k, v [][]float32
+	m         *Model
+	pos       int
+	conv, ssm [][]float32
+	kv        []*kvCache
 }
 
 func (p *snapshot) Len() int { return p.pos }
@@ -154,9 +141,17 @@ func clone(xs [][]float32) [][]float32 {
 	return out
 }
 
+func cloneKV(xs []*kvCache) []*kvCache {
+	out := make([]*kvCache, len(xs))
+	for i, x := range xs {
+		out[i] = x.clone()
+	}
+	return out
+}
+
 // Snapshot copies the state.
 func (s *Session) Snapshot() (engine.Snapshot, error) {
-	return &snapshot{m: s.m, pos: s.pos, conv: clone(s.conv), ssm: clone(s.ssm), k: clone(s.kc), v: clone(s.vc)}, nil
+	return &snapshot{m: s.m, pos: s.pos, conv: clone(s.conv), ssm: clone(s.ssm), kv: cloneKV(s.kv)}, nil
 }
 
 // Restore replaces the state with a snapshot of the same model.
@@ -165,12 +160,12 @@ func (s *Session) Restore(x engine.Snapshot) error {
 	if !ok || p.m != s.m {
 		return errors.New("fast: snapshot is from another backend or model")
 	}
-	s.pos, s.conv, s.ssm, s.kc, s.vc = p.pos, clone(p.conv), clone(p.ssm), clone(p.k), clone(p.v)
+	s.pos, s.conv, s.ssm, s.kv = p.pos, clone(p.conv), clone(p.ssm), cloneKV(p.kv)
 	return nil
 }
 
 // Close releases the state.
 func (s *Session) Close() error {
-	s.conv, s.ssm, s.kc, s.vc, s.dec = nil, nil, nil, nil, nil
+	s.conv, s.ssm, s.kv, s.dec = nil, nil, nil, nil
 	return nil
 }

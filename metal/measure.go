@@ -17,3 +17,6 @@ func (b WeightBytes) String() string {
 	return fmt.Sprintf("weights: %d bytes wrapped in place, %d bytes copied (%d shards, %d with misaligned data)",
 		b.Wrapped, b.Copied, b.Shards, b.Misaligned)
 }
+
+// KVElementBytes is the bytes of one cached K or V element: the cache holds fp16.
+func (e *Model) KVElementBytes() int { return 2 }

@@ -52,7 +52,11 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 	rep = bench.Summarize(s.name, rs, st.DecodeBytesPerToken, 2*(float64(st.ParamsActive)-lmHead), r.mach.memReadGBs, r.mach.peakGFLOPs)
 	rep.WeightsBytes = st.BytesTotal
 	rep.WarmUp, rep.Repetitions = opt.WarmUp, max(opt.Repetitions, 1)
-	rep.SetTraffic(st.StateBytesPerToken, st.KVBytesPerPosition)
+	kv := st.KVBytesPerPosition // float32 K and V
+	if e, ok := l.backend.(interface{ KVElementBytes() int }); ok {
+		kv = kv / 4 * int64(e.KVElementBytes()) // an fp16 cache reads half of them
+	}
+	rep.SetTraffic(st.StateBytesPerToken, kv)
 	if gpu, ok := l.backend.(interface{ Device() device.Device }); ok {
 		bw, err := device.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {

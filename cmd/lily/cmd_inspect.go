@@ -104,7 +104,7 @@ func writeInspectTable(w io.Writer, r inspectReport) {
 		{"bytes_total", fmt.Sprintf("%d (%.2f GiB)", s.BytesTotal, float64(s.BytesTotal)/(1<<30))},
 		{"decode_bytes", fmt.Sprintf("%d per token (%.2f GiB)", s.DecodeBytesPerToken, float64(s.DecodeBytesPerToken)/(1<<30))},
 		{"state_bytes", fmt.Sprintf("%d per token (float32 DeltaNet state, read and written)", s.StateBytesPerToken)},
-		{"kv_bytes", fmt.Sprintf("%d per cached position (float32 K and V, read each step)", s.KVBytesPerPosition)},
+		{"kv_bytes", fmt.Sprintf("%d per cached position (float32 K and V, read each step; fast holds fp16: half)", s.KVBytesPerPosition)},
 	}
 	for _, row := range rows {
 		fmt.Fprintf(w, "%-14s %s\n", row[0], row[1])
