@@ -1,5 +1,7 @@
 package tokenizer
 
+import "slices"
+
 // merge is one BPE merge rule: the pair it joins has this rank (lower merges first) and makes token id.
 type merge struct {
 	rank int32
@@ -88,21 +90,13 @@ func (h queue) sift(i int, v uint64) {
 	h[i] = v
 }
 
-func (h queue) init() {
-	if len(h) < 2 {
-		return
-	}
-	for i := (len(h) - 2) / 4; i >= 0; i-- {
-		h.sift(i, h[i])
-	}
-}
-
 func entry(rank, pos int32) uint64 { return uint64(uint32(rank))<<32 | uint64(uint32(pos)) }
 
 // scratch is per-call working memory for encoding; it is never shared between goroutines.
 type scratch struct {
 	syms  []symbol
-	queue queue
+	first []uint64 // the word's first pairs, sorted
+	queue queue    // the pairs merges make
 	cache map[string][]int32
 }
 
@@ -128,7 +122,8 @@ func (m *bpe) appendWord(out []int32, word string, sc *scratch) []int32 {
 }
 
 // merge runs the BPE merges over word and appends the resulting ids to out. Its work is O(n log n) in
-// the word's length n, with n symbols and at most 3n queue entries, all in scratch reused across words.
+// the word's length n (one sort, then a heap of only the pairs that merges make), its memory 20 bytes a
+// symbol and 8 a queued pair (at most 3n of them), in scratch reused across words.
 func (m *bpe) merge(out []int32, word string, sc *scratch) []int32 {
 	if m.ignoreMerges {
 		if id, ok := m.vocab[m.bl.encode(word)]; ok {
@@ -144,19 +139,26 @@ func (m *bpe) merge(out []int32, word string, sc *scratch) []int32 {
 		syms[i] = symbol{id: m.byteID[word[i]], prev: int32(i - 1), next: int32(i + 1), rank: noPair}
 	}
 	syms[n-1].next = -1
-	if cap(sc.queue) < n {
-		sc.queue = make(queue, 0, n)
+	if cap(sc.first) < n {
+		sc.first, sc.queue = make([]uint64, 0, n), make(queue, 0, n)
 	}
-	q := sc.queue[:0]
+	first, q := sc.first[:0], sc.queue[:0]
 	for i := 0; i+1 < n; i++ {
 		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
 			syms[i].rank, syms[i].mid = mg.rank, mg.id
-			q = append(q, entry(mg.rank, int32(i)))
+			first = append(first, entry(mg.rank, int32(i)))
 		}
 	}
-	q.init()
-	for len(q) > 0 {
-		e := q.pop()
+	// The first pairs are sorted once and read in order; only the pairs merges make go through the heap.
+	slices.Sort(first)
+	for f := 0; f < len(first) || len(q) > 0; {
+		var e uint64
+		if len(q) == 0 || f < len(first) && first[f] < q[0] {
+			e = first[f]
+			f++
+		} else {
+			e = q.pop()
+		}
 		pos, rank := int32(uint32(e)), int32(e>>32)
 		left := &syms[pos]
 		if left.id == dead || left.rank != rank {
@@ -186,6 +188,6 @@ func (m *bpe) merge(out []int32, word string, sc *scratch) []int32 {
 	for i := int32(0); i >= 0; i = syms[i].next {
 		out = append(out, syms[i].id)
 	}
-	sc.queue = q
+	sc.first, sc.queue = first, q
 	return out
 }

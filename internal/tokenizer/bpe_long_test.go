@@ -29,7 +29,8 @@ func randomLetters(n int) string {
 }
 
 // BenchmarkLongWord encodes single pre-tokens of 64 KiB, 1 MiB and 8 MiB with the merge in use
-// ("new") and the earlier heap of full candidates ("old"), on one letter repeated and on random letters.
+// ("new") and the earlier heap of full candidates ("old"), on one letter repeated and on random letters;
+// "Encode" is the whole of Encode on the same word (pre-tokenizer, normalizer and merge).
 func BenchmarkLongWord(b *testing.B) {
 	tk := loadQwen3(b)
 	for _, size := range []struct {
@@ -48,6 +49,13 @@ func BenchmarkLongWord(b *testing.B) {
 				}
 			})
 			b.Run(size.name+"/"+kind.name+"/new", func(b *testing.B) {
+				b.SetBytes(int64(size.n))
+				b.ReportAllocs()
+				for b.Loop() {
+					tk.bpe.merge(nil, kind.word, &scratch{})
+				}
+			})
+			b.Run(size.name+"/"+kind.name+"/Encode", func(b *testing.B) {
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
 				for b.Loop() {
