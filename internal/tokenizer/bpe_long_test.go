@@ -145,3 +145,48 @@ func FuzzMergeMatchesOracle(f *testing.F) {
 		checkMergeAgainstOracle(t, tk, strings.Repeat(s, int(reps)))
 	})
 }
+
+// BenchmarkMergeText merges the pre-tokens of about 1 MiB of ordinary text, code and several scripts,
+// one by one without the word cache, with the merge in use ("new") and the earlier heap ("old").
+func BenchmarkMergeText(b *testing.B) {
+	tk := loadQwen3(b)
+	src := []string{
+		"The quick brown fox jumps over the lazy dog; it's 3.14159 times faster than you'd think. ",
+		"Съешь же ещё этих мягких французских булок, да выпей чаю. ",
+		"人工智能正在改变世界，我们今天讨论这个问题。",
+		"func main() {\n\tfor i := 0; i < 10; i++ {\n\t\tfmt.Printf(\"%d\\n\", i*i)\n\t}\n}\n",
+		"{\"id\": 12345, \"name\": \"lily\", \"tags\": [\"go\", \"bpe\"], \"score\": 0.987}\n",
+		"Internationalization, characterization and misunderstandings are antidisestablishmentarian. ",
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	var sb strings.Builder
+	for sb.Len() < 1<<20 {
+		sb.WriteString(src[r.IntN(len(src))])
+	}
+	text := sb.String()
+	var words []string
+	for i := 0; i < len(text); {
+		j := tk.split.next(text, i)
+		words = append(words, text[i:j])
+		i = j
+	}
+	b.Run("old", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, w := range words {
+				tk.bpe.oracleMerge(nil, w)
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		sc := &scratch{}
+		for b.Loop() {
+			for _, w := range words {
+				tk.bpe.merge(nil, w, sc)
+			}
+		}
+	})
+}
