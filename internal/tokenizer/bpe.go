@@ -1,5 +1,7 @@
 package tokenizer
 
+import "slices"
+
 // merge is one BPE merge rule: the pair it joins has this rank (lower merges first) and makes token id.
 type merge struct {
 	rank int32
@@ -18,79 +20,83 @@ type bpe struct {
 	bl           *byteLevel
 }
 
-// symbol is one part of a word being merged; the parts form a doubly linked list over positions.
+// symbol is one part of a word being merged; the parts form a doubly linked list over byte positions.
+// rank and mid describe the pair this symbol makes with its right neighbour: the merge's rank and the id
+// it makes, or noPair. A merged-away symbol has id dead.
 type symbol struct {
-	id         int32
-	prev, next int32 // positions of the neighbours, -1 at the ends
-	dead       bool  // merged into its left neighbour
+	id, prev, next, rank, mid int32
 }
 
-// candidate is a possible merge of the symbol at pos (id a) with its right neighbour (id b) into id.
-type candidate struct {
-	rank, pos, a, b, id int32
-}
+const (
+	noPair = int32(-1) // rank of a symbol whose pair with its right neighbour has no merge
+	dead   = int32(-1) // id of a symbol merged into its left neighbour
+)
 
-// candidates is a binary min-heap by (rank, pos): the lowest rank merges first, the leftmost on ties,
-// as in Hugging Face's BPE. It is written out (not container/heap) to avoid boxing each entry.
-type candidates []candidate
+// queue is a 4-ary min-heap of candidate merges, each packed as rank<<32 | position so that one integer
+// comparison orders them by rank, the leftmost on ties, as Hugging Face's BPE does. An entry is stale
+// when the symbol at its position is dead or its pair's rank has changed; stale entries are skipped when
+// popped. An entry can never look current by accident: the bytes a pair at a position covers only grow,
+// so a position holds a given pair at most once.
+type queue []uint64
 
-func (c candidate) before(d candidate) bool {
-	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
-}
-
-func (h *candidates) push(c candidate) {
-	q := append(*h, c)
+func (h *queue) push(v uint64) {
+	q := append(*h, v)
 	i := len(q) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !q[i].before(q[p]) {
+		p := (i - 1) / 4
+		if q[p] <= v {
 			break
 		}
-		q[i], q[p] = q[p], q[i]
+		q[i] = q[p]
 		i = p
 	}
+	q[i] = v
 	*h = q
 }
 
-func (h *candidates) pop() candidate {
+func (h *queue) pop() uint64 {
 	q := *h
 	top := q[0]
 	n := len(q) - 1
-	q[0] = q[n]
+	v := q[n]
 	q = q[:n]
-	q.down(0)
+	if n > 0 {
+		q.sift(0, v)
+	}
 	*h = q
 	return top
 }
 
-func (h candidates) down(i int) {
+// sift places v at hole i or below it.
+func (h queue) sift(i int, v uint64) {
+	n := len(h)
 	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
+		c := 4*i + 1
+		if c >= n {
+			break
 		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].before(h[l]) {
-			m = r
+		m := c
+		for k := c + 1; k < min(c+4, n); k++ {
+			if h[k] < h[m] {
+				m = k
+			}
 		}
-		if !h[m].before(h[i]) {
-			return
+		if h[m] >= v {
+			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
+	h[i] = v
 }
 
-func (h candidates) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
+func entry(rank, pos int32) uint64 { return uint64(uint32(rank))<<32 | uint64(uint32(pos)) }
 
 // scratch is per-call working memory for encoding; it is never shared between goroutines.
 type scratch struct {
 	syms  []symbol
-	queue candidates
+	first []uint64 // the word's first pairs, sorted
+	queue queue    // the pairs merges make
 	cache map[string][]int32
 }
 
@@ -115,55 +121,73 @@ func (m *bpe) appendWord(out []int32, word string, sc *scratch) []int32 {
 	return out
 }
 
-// merge runs the BPE merges over word and appends the resulting ids to out.
+// merge runs the BPE merges over word and appends the resulting ids to out. Its work is O(n log n) in
+// the word's length n (one sort, then a heap of only the pairs that merges make), its memory 20 bytes a
+// symbol and 8 a queued pair (at most 3n of them), in scratch reused across words.
 func (m *bpe) merge(out []int32, word string, sc *scratch) []int32 {
 	if m.ignoreMerges {
 		if id, ok := m.vocab[m.bl.encode(word)]; ok {
 			return append(out, id)
 		}
 	}
-	syms := sc.syms[:0]
-	for i := 0; i < len(word); i++ {
-		syms = append(syms, symbol{id: m.byteID[word[i]], prev: int32(i - 1), next: int32(i + 1)})
+	n := len(word)
+	if cap(sc.syms) < n {
+		sc.syms = make([]symbol, n)
 	}
-	syms[len(syms)-1].next = -1
-	q := sc.queue[:0]
-	for i := 0; i+1 < len(syms); i++ {
+	syms := sc.syms[:n] // syms: [n], one per byte to start with
+	for i := range n {
+		syms[i] = symbol{id: m.byteID[word[i]], prev: int32(i - 1), next: int32(i + 1), rank: noPair}
+	}
+	syms[n-1].next = -1
+	if cap(sc.first) < n {
+		sc.first, sc.queue = make([]uint64, 0, n), make(queue, 0, n)
+	}
+	first, q := sc.first[:0], sc.queue[:0]
+	for i := 0; i+1 < n; i++ {
 		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			q = append(q, candidate{mg.rank, int32(i), syms[i].id, syms[i+1].id, mg.id})
+			syms[i].rank, syms[i].mid = mg.rank, mg.id
+			first = append(first, entry(mg.rank, int32(i)))
 		}
 	}
-	q.init()
-	for len(q) > 0 {
-		c := q.pop()
-		left := &syms[c.pos]
-		if left.dead || left.next < 0 {
-			continue
+	// The first pairs are sorted once and read in order; only the pairs merges make go through the heap.
+	slices.Sort(first)
+	for f := 0; f < len(first) || len(q) > 0; {
+		var e uint64
+		if len(q) == 0 || f < len(first) && first[f] < q[0] {
+			e = first[f]
+			f++
+		} else {
+			e = q.pop()
+		}
+		pos, rank := int32(uint32(e)), int32(e>>32)
+		left := &syms[pos]
+		if left.id == dead || left.rank != rank {
+			continue // stale: the pair at pos changed since e was queued
 		}
 		right := &syms[left.next]
-		if left.id != c.a || right.id != c.b {
-			continue // the pair changed since c was queued
-		}
-		left.id = c.id
-		right.dead = true
+		left.id = left.mid
+		right.id = dead
 		left.next = right.next
+		left.rank = noPair
 		if left.next >= 0 {
-			syms[left.next].prev = c.pos
-			b := syms[left.next].id
-			if mg, ok := m.merges[pairKey(left.id, b)]; ok {
-				q.push(candidate{mg.rank, c.pos, left.id, b, mg.id})
+			syms[left.next].prev = pos
+			if mg, ok := m.merges[pairKey(left.id, syms[left.next].id)]; ok {
+				left.rank, left.mid = mg.rank, mg.id
+				q.push(entry(mg.rank, pos))
 			}
 		}
 		if left.prev >= 0 {
-			a := syms[left.prev].id
-			if mg, ok := m.merges[pairKey(a, left.id)]; ok {
-				q.push(candidate{mg.rank, left.prev, a, left.id, mg.id})
+			p := &syms[left.prev]
+			p.rank = noPair
+			if mg, ok := m.merges[pairKey(p.id, left.id)]; ok {
+				p.rank, p.mid = mg.rank, mg.id
+				q.push(entry(mg.rank, left.prev))
 			}
 		}
 	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		out = append(out, syms[i].id)
 	}
-	sc.syms, sc.queue = syms, q
+	sc.first, sc.queue = first, q
 	return out
 }
