@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 )
 
 // prefillAllocSlack bounds how many more bytes a 64-token prefill chunk may allocate after 1,900
@@ -36,12 +37,12 @@ func TestPrefillAttentionMemoryFlat(t *testing.T) {
 	chunkBytes := func(after int) uint64 {
 		s, _ := b.NewSession()
 		defer s.Close()
-		if _, err := s.Prefill(ctx, toks[:after], nil); err != nil {
+		if _, err := s.Prefill(ctx, toks[:after], engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		if _, err := s.Prefill(ctx, toks[:64], nil); err != nil {
+		if _, err := s.Prefill(ctx, toks[:64], engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&m1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/synth"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkDecodeKV(b *testing.B) {
 				if s.pos+1 >= 2*ctx {
 					s.pos = ctx
 				}
-				if _, err := s.Decode(context.Background(), int32(i%100)); err != nil {
+				if _, err := s.Decode(context.Background(), int32(i%100), engine.StepOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 )
 
 // kvSessions prefills the same prompt on fixture tiny-a with the fp16 cache and with the float32
@@ -28,7 +29,7 @@ func kvSessions(t *testing.T, n int) (f16, f32 *Session) {
 		}
 		t.Cleanup(func() { b.Close() })
 		s, _ := b.NewSession()
-		if _, err := s.Prefill(context.Background(), toks, nil); err != nil {
+		if _, err := s.Prefill(context.Background(), toks, engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		return s.(*Session)
