@@ -28,6 +28,7 @@ type backendSpec struct {
 	device  string // fast: "", "cpu", "metal" or "metal-emu"
 	ctxSize int    // a session's length limit (0: the model's maximum)
 	int16   bool   // fast on the cpu: int16 activations in every 4-bit decode mat-vec
+	kvF32   bool   // fast on the cpu: the KV cache in float32 (lily diff: the kernels alone)
 	// log receives the startup note on which device the default (no --device) chose and why; nil
 	// drops it.
 	log io.Writer
@@ -95,7 +96,7 @@ func buildBackend(ck *checkpoint.Checkpoint, s backendSpec) (engine.Backend, err
 	if s.name == "ref" {
 		return ref.Open(w, ref.Options{MaxContext: s.ctxSize})
 	}
-	cpuOpts := fast.Options{MaxContext: s.ctxSize, Int16Activations: s.int16}
+	cpuOpts := fast.Options{MaxContext: s.ctxSize, Int16Activations: s.int16, KVCacheF32: s.kvF32}
 	switch s.device {
 	case "":
 		return defaultDevice(

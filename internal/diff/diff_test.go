@@ -46,7 +46,7 @@ func TestFastWithinBudget(t *testing.T) {
 			ck := fixture(t, fx)
 			r := open(t, func() (engine.Backend, error) { return ref.Open(ck.Weights, ref.Options{}) })
 			f := open(t, func() (engine.Backend, error) {
-				return fast.Open(ck.Weights, fast.Options{Threads: 2, Portable: portable})
+				return fast.Open(ck.Weights, fast.Options{Threads: 2, Portable: portable, KVCacheF32: true})
 			})
 			rep, _, _, err := diff.Run(context.Background(), f, r, prompt, 4)
 			if err != nil {
@@ -69,7 +69,9 @@ func TestFastWithinBudget(t *testing.T) {
 func TestInjectedErrorIsNamed(t *testing.T) {
 	ck := fixture(t, "tiny-a")
 	r := open(t, func() (engine.Backend, error) { return ref.Open(ck.Weights, ref.Options{}) })
-	f := open(t, func() (engine.Backend, error) { return fast.Open(ck.Weights, fast.Options{Threads: 2}) })
+	f := open(t, func() (engine.Backend, error) {
+		return fast.Open(ck.Weights, fast.Options{Threads: 2, KVCacheF32: true})
+	})
 	for _, fault := range []tracetest.Fault{
 		{P: trace.At(2, trace.DeltaNetOut), Pos: 5, Rel: 1e-3},
 		{P: trace.At(3, trace.AttentionOut), Pos: len(prompt) + 1, Rel: 5e-3},
@@ -101,7 +103,9 @@ func TestInjectedErrorIsNamed(t *testing.T) {
 // point's rows and positions, and a router's experts, as recorded.
 func TestDumpReadsBack(t *testing.T) {
 	ck := fixture(t, "tiny-b")
-	f := open(t, func() (engine.Backend, error) { return fast.Open(ck.Weights, fast.Options{Threads: 2}) })
+	f := open(t, func() (engine.Backend, error) {
+		return fast.Open(ck.Weights, fast.Options{Threads: 2, KVCacheF32: true})
+	})
 	tr, toks, err := diff.Record(context.Background(), f, prompt[:5], nil, 2)
 	if err != nil {
 		t.Fatal(err)
