@@ -62,11 +62,11 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		rs, _ := rb.NewSession()
 		ms := newSession(t, mb)
 		prompt := randomTokens(6, rb.VocabSize(), 5)
-		rl, err := rs.Prefill(ctx, prompt, nil)
+		rl, err := engine.Logits(rs.Prefill(ctx, prompt, engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ml, err := ms.Prefill(ctx, prompt, nil)
+		ml, err := engine.Logits(ms.Prefill(ctx, prompt, engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,10 +93,10 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 			if step == 3 {
 				break
 			}
-			if rl, err = rs.Decode(ctx, want); err != nil {
+			if rl, err = engine.Logits(rs.Decode(ctx, want, engine.StepOptions{Full: true})); err != nil {
 				t.Fatal(err)
 			}
-			if ml, err = ms.Decode(ctx, want); err != nil {
+			if ml, err = engine.Logits(ms.Decode(ctx, want, engine.StepOptions{Full: true})); err != nil {
 				t.Fatal(err)
 			}
 			if step == 0 {
@@ -112,7 +112,7 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		if ms.Len() != 6 {
 			t.Fatalf("restored length %d, want 6", ms.Len())
 		}
-		again, err := ms.Decode(ctx, firstTok)
+		again, err := engine.Logits(ms.Decode(ctx, firstTok, engine.StepOptions{Full: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,18 +125,18 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		// prefill(3) + prefill(2) + decode(1) must match ref's prefill of all 6 tokens.
 		toks := randomTokens(6, rb.VocabSize(), 6)
 		rs, _ := rb.NewSession()
-		want, err := rs.Prefill(ctx, toks, nil)
+		want, err := engine.Logits(rs.Prefill(ctx, toks, engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ms := newSession(t, mb)
-		if _, err := ms.Prefill(ctx, toks[:3], nil); err != nil {
+		if _, err := ms.Prefill(ctx, toks[:3], engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ms.Prefill(ctx, toks[3:5], nil); err != nil {
+		if _, err := ms.Prefill(ctx, toks[3:5], engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ms.Decode(ctx, toks[5])
+		got, err := engine.Logits(ms.Decode(ctx, toks[5], engine.StepOptions{Full: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,13 +151,13 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 
 	t.Run("bad_input", func(t *testing.T) {
 		s := newSession(t, mb)
-		if _, err := s.Decode(ctx, int32(rb.VocabSize())); err == nil {
+		if _, err := s.Decode(ctx, int32(rb.VocabSize()), engine.StepOptions{}); err == nil {
 			t.Fatal("out-of-vocabulary token accepted")
 		}
-		if _, err := s.Prefill(ctx, nil, nil); err == nil {
+		if _, err := s.Prefill(ctx, nil, engine.StepOptions{}, nil); err == nil {
 			t.Fatal("empty prefill accepted")
 		}
-		if _, err := s.Prefill(ctx, make([]int32, 257), nil); err == nil {
+		if _, err := s.Prefill(ctx, make([]int32, 257), engine.StepOptions{}, nil); err == nil {
 			t.Fatal("prefill past the context accepted")
 		}
 		if s.Len() != 0 {

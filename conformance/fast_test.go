@@ -123,11 +123,11 @@ func TestFastMatchesRef(t *testing.T) {
 			rs, _ := rb.NewSession()
 			fs, _ := fb.NewSession()
 			prompt := randomTokens(c.prompt, rb.VocabSize(), 3)
-			rl, err := rs.Prefill(ctx, prompt, nil)
+			rl, err := engine.Logits(rs.Prefill(ctx, prompt, engine.StepOptions{Full: true}, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
-			fl, err := fs.Prefill(ctx, prompt, nil)
+			fl, err := engine.Logits(fs.Prefill(ctx, prompt, engine.StepOptions{Full: true}, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,11 +135,11 @@ func TestFastMatchesRef(t *testing.T) {
 				t.Fatalf("prefill logits differ by %g of their range", e)
 			}
 			for step, tok := range randomTokens(5, rb.VocabSize(), 4) {
-				rl, err = rs.Decode(ctx, tok)
+				rl, err = engine.Logits(rs.Decode(ctx, tok, engine.StepOptions{Full: true}))
 				if err != nil {
 					t.Fatal(err)
 				}
-				fl, err = fs.Decode(ctx, tok)
+				fl, err = engine.Logits(fs.Decode(ctx, tok, engine.StepOptions{Full: true}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -189,7 +189,7 @@ func scoreByDecode(b engine.Backend, toks []int32) (*fidelity.Scores, error) {
 	n := len(toks) - 1
 	sc := &fidelity.Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
 	for i := 0; i < n; i++ {
-		logits, err := s.Decode(context.Background(), toks[i])
+		logits, err := engine.Logits(s.Decode(context.Background(), toks[i], engine.StepOptions{Full: true}))
 		if err != nil {
 			return nil, err
 		}
@@ -208,16 +208,16 @@ func TestFastSnapshotRestore(t *testing.T) {
 	_, fb := backends(t, ck)
 	ctx := context.Background()
 	s, _ := fb.NewSession()
-	if _, err := s.Prefill(ctx, randomTokens(20, fb.VocabSize(), 5), nil); err != nil {
+	if _, err := s.Prefill(ctx, randomTokens(20, fb.VocabSize(), 5), engine.StepOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := s.Decode(ctx, 3)
+	a, _ := engine.Logits(s.Decode(ctx, 3, engine.StepOptions{Full: true}))
 	a = append([]float32(nil), a...)
-	if _, err := s.Decode(ctx, 9); err != nil {
+	if _, err := s.Decode(ctx, 9, engine.StepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Restore(snap); err != nil {
@@ -226,7 +226,7 @@ func TestFastSnapshotRestore(t *testing.T) {
 	if s.Len() != 20 {
 		t.Fatalf("restored length %d", s.Len())
 	}
-	b, _ := s.Decode(ctx, 3)
+	b, _ := engine.Logits(s.Decode(ctx, 3, engine.StepOptions{Full: true}))
 	if maxRelDiff(a, b) != 0 {
 		t.Fatal("restored session diverged")
 	}

@@ -89,7 +89,7 @@ func checkPromptLogprobs(t *testing.T, b engine.Backend, p goldens.Prompt, tol f
 	defer s.Close()
 	toks := ids32(p.IDs)
 	worst := 0.0
-	_, err = s.Prefill(context.Background(), toks, func(i int, logits []float32) error {
+	_, err = s.Prefill(context.Background(), toks, engine.StepOptions{}, func(i int, logits []float32) error {
 		lp := logSoftmax64(logits)
 		if i+1 < len(toks) {
 			worst = math.Max(worst, math.Abs(lp[toks[i+1]]-p.NextLogProbs[i]))
@@ -117,7 +117,7 @@ func checkGreedy(t *testing.T, b engine.Backend, ids []int, want goldens.Greedy,
 		t.Fatal(err)
 	}
 	defer s.Close()
-	logits, err := s.Prefill(context.Background(), ids32(ids), nil)
+	logits, err := engine.Logits(s.Prefill(context.Background(), ids32(ids), engine.StepOptions{Full: true}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func checkGreedy(t *testing.T, b engine.Backend, ids []int, want goldens.Greedy,
 			t.Fatalf("greedy step %d: |Δlogprob| %.3g", step, d)
 		}
 		if step+1 < len(want.NewIDs) {
-			if logits, err = s.Decode(context.Background(), int32(best)); err != nil {
+			if logits, err = engine.Logits(s.Decode(context.Background(), int32(best), engine.StepOptions{Full: true})); err != nil {
 				t.Fatal(err)
 			}
 		}

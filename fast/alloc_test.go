@@ -6,6 +6,7 @@ import (
 
 	"github.com/lily-engine/lily/fast"
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/internal/synth"
 )
 
@@ -48,10 +49,10 @@ func decodeAllocs(t *testing.T, dir string) {
 	defer m.Close()
 	s, _ := m.NewSession()
 	ctx := context.Background()
-	if _, err := s.Prefill(ctx, []int32{1, 2, 3}, nil); err != nil {
+	if _, err := s.Prefill(ctx, []int32{1, 2, 3}, engine.StepOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(20, func() { s.Decode(ctx, 5) }); n != 0 {
+	if n := testing.AllocsPerRun(20, func() { s.Decode(ctx, 5, engine.StepOptions{}) }); n != 0 {
 		t.Fatalf("decode allocates %v times per token", n)
 	}
 }

@@ -89,33 +89,33 @@ func (s *Session) checkRoom(n int) error {
 	return nil
 }
 
-// Decode appends one token and returns the logits at its position: [V]. The slice is reused by
-// the next call.
-func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
+// Decode appends one token and returns the result at its position, with what o asks for. Its
+// slices are reused by the next call.
+func (s *Session) Decode(ctx context.Context, tok int32, o engine.StepOptions) (engine.StepResult, error) {
 	if err := s.checkRoom(1); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	if err := s.m.embedRow(tok, s.dec.h); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	s.kvReserve(1)
 	if err := s.decodeStep(ctx); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
-	return s.dec.logits, nil
+	return engine.NewStepResult(s.dec.logits, o), nil
 }
 
-// Prefill appends tokens in chunks and returns the logits at the last position.
-func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []float32) error) ([]float32, error) {
+// Prefill appends tokens in chunks and returns the result at the last position, with what o asks for.
+func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
 	if len(toks) == 0 {
-		return nil, errors.New("fast: empty prefill")
+		return engine.StepResult{}, errors.New("fast: empty prefill")
 	}
 	if err := s.checkRoom(len(toks)); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	for _, t := range toks {
 		if t < 0 || int(t) >= s.m.embed.out {
-			return nil, fmt.Errorf("fast: token id %d outside the vocabulary [0, %d)", t, s.m.embed.out)
+			return engine.StepResult{}, fmt.Errorf("fast: token id %d outside the vocabulary [0, %d)", t, s.m.embed.out)
 		}
 	}
 	var last []float32
@@ -124,10 +124,10 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []fl
 		var err error
 		last, err = s.prefillChunk(ctx, toks[c0:c1], c0, each)
 		if err != nil {
-			return nil, err
+			return engine.StepResult{}, err
 		}
 	}
-	return last, nil
+	return engine.NewStepResult(last, o), nil
 }
 
 // snapshot is a deep copy of a session's state.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal/device"
 )
 
@@ -61,10 +62,10 @@ func ThreadNeeds(w *checkpoint.Weights, dev device.Device) (map[string]int, erro
 	}
 	defer s.Close()
 	toks := make([]int32, e.chunk)
-	if _, err := s.Prefill(context.Background(), toks, nil); err != nil {
+	if _, err := s.Prefill(context.Background(), toks, engine.StepOptions{}, nil); err != nil {
 		return nil, err
 	}
-	if _, err := s.Decode(context.Background(), 0); err != nil {
+	if _, err := s.Decode(context.Background(), 0, engine.StepOptions{}); err != nil {
 		return nil, err
 	}
 	return pd.threads, nil
@@ -72,11 +73,11 @@ func ThreadNeeds(w *checkpoint.Weights, dev device.Device) (map[string]int, erro
 
 // DecodeTimed is Decode that also returns the GPU's own time for the step's command buffer where
 // the device measures it (gpuOK), for `lily doctor`'s CPU-encode vs GPU comparison.
-func (s *Session) DecodeTimed(ctx context.Context, tok int32) (logits []float32, gpu time.Duration, gpuOK bool, err error) {
+func (s *Session) DecodeTimed(ctx context.Context, tok int32, o engine.StepOptions) (r engine.StepResult, gpu time.Duration, gpuOK bool, err error) {
 	s.timed = true
 	defer func() { s.timed = false }()
-	logits, err = s.Decode(ctx, tok)
-	return logits, s.gpu, s.gpuOK, err
+	r, err = s.Decode(ctx, tok, o)
+	return r, s.gpu, s.gpuOK, err
 }
 
 // run runs a step's command buffer, timed on the GPU when DecodeTimed asked for it.

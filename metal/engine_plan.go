@@ -121,11 +121,6 @@ func (s *Session) prefillChunk(toks []int32, off int, each func(int, []float32) 
 		return fmt.Errorf("metal: prefill at %d: %w", s.pos, err)
 	}
 	s.pos += t
-	if last || each != nil {
-		if err := s.readback(); err != nil {
-			return err
-		}
-	}
 	if each == nil {
 		return nil
 	}

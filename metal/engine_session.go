@@ -8,13 +8,15 @@ import (
 	"math"
 	"time"
 
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal/device"
 )
 
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
 const defaultChunk = 128
 
-// defaultTopK is how many candidates logits_topk returns per step (see Session.Top).
+// defaultTopK is how many candidates logits_topk returns per step: a step asking for more reads
+// back the full logits.
 const defaultTopK = 8
 
 // Session is one sequence on the device: its recurrent state and KV caches, the chunk
@@ -31,7 +33,6 @@ type Session struct {
 	allHost []float32
 	topIDs  []int32
 	topVals []float32
-	lse     float32
 	cs      []float32 // one position's RoPE cos | sin: [2·rot/2]
 	inbuf   []byte    // staging for per-call inputs
 	outbuf  []byte    // staging for readback
@@ -59,13 +60,6 @@ func (e *Model) newSession() (*Session, error) {
 
 // Len is the number of tokens processed.
 func (s *Session) Len() int { return s.pos }
-
-// Top returns the last step's top candidates as the GPU computed them (logits_topk): ids and
-// logits in descending order (ties to the lower id) and log Σ exp(logits). These are what a
-// sampler needs; the slices are reused by the next call.
-func (s *Session) Top() (ids []int32, logits []float32, lse float32) {
-	return s.topIDs, s.topVals, s.lse
-}
 
 func (s *Session) check(n int, toks ...int32) error {
 	if s.st == nil {
@@ -111,35 +105,46 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 	return nil
 }
 
-// readback is the one place a step's results leave the GPU: the top-k of the last position, and
-// its full logits. The full [V] logits are read back only because engine.Session returns them; a
-// sampler needs just Top, and this is the place to change when the contract becomes top-k only.
-// (Prefill's each callback, prompt scoring, reads every position's logits in prefillChunk.)
-func (s *Session) readback() error {
+// readback is the one place a step's results leave the GPU: the top-k and the log-sum-exp of the
+// last position, and its full logits only when o asks for them or for more candidates than
+// logits_topk returns. (Prefill's each callback, prompt scoring, reads every position's logits in
+// prefillChunk.)
+func (s *Session) readback(o engine.StepOptions) (engine.StepResult, error) {
 	sc, dev := s.sc, s.e.dev
-	if len(s.outbuf) < 4*max(s.e.sizes.v, s.e.topK) {
-		s.outbuf = make([]byte, 4*max(s.e.sizes.v, s.e.topK))
+	if o.Full || o.TopK > s.e.topK || s.e.topK < 1 {
+		if len(s.outbuf) < 4*s.e.sizes.v {
+			s.outbuf = make([]byte, 4*s.e.sizes.v)
+		}
+		b := s.outbuf[:4*s.e.sizes.v]
+		if err := dev.Download(b, sc.logits.buf, sc.logits.off); err != nil {
+			return engine.StepResult{}, err
+		}
+		floats(s.logits, b)
+		return engine.NewStepResult(s.logits, o), nil
+	}
+	if len(s.outbuf) < 4*s.e.topK {
+		s.outbuf = make([]byte, 4*s.e.topK)
 	}
 	b := s.outbuf
 	if err := dev.Download(b[:4*s.e.topK], sc.top.buf, sc.top.off); err != nil {
-		return err
+		return engine.StepResult{}, err
 	}
 	for i := range s.topIDs {
 		s.topIDs[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	if err := dev.Download(b[:4*s.e.topK], sc.topv.buf, sc.topv.off); err != nil {
-		return err
+		return engine.StepResult{}, err
 	}
 	floats(s.topVals, b)
 	if err := dev.Download(b[:4], sc.lse.buf, sc.lse.off); err != nil {
-		return err
+		return engine.StepResult{}, err
 	}
-	s.lse = math.Float32frombits(binary.LittleEndian.Uint32(b))
-	if err := dev.Download(b[:4*s.e.sizes.v], sc.logits.buf, sc.logits.off); err != nil {
-		return err
+	lse := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	r := engine.StepResult{Greedy: s.topIDs[0]}
+	if o.TopK > 0 {
+		r.LSE, r.TopIDs, r.TopLogits = float64(lse), s.topIDs[:o.TopK], s.topVals[:o.TopK]
 	}
-	floats(s.logits, b)
-	return nil
+	return r, nil
 }
 
 func floats(dst []float32, b []byte) {
@@ -148,47 +153,44 @@ func floats(dst []float32, b []byte) {
 	}
 }
 
-// Decode appends one token and returns the logits at its position: [V]. The slice is reused by
-// the next call.
-func (s *Session) Decode(ctx context.Context, tok int32) ([]float32, error) {
+// Decode appends one token and returns the result at its position, with what o asks for. Its
+// slices are reused by the next call.
+func (s *Session) Decode(ctx context.Context, tok int32, o engine.StepOptions) (engine.StepResult, error) {
 	if err := s.check(1, tok); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	if err := s.setInputs([]int32{tok}, s.pos); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	if err := s.run(s.decodePlan()); err != nil {
-		return nil, fmt.Errorf("metal: decode at %d: %w", s.pos, err)
+		return engine.StepResult{}, fmt.Errorf("metal: decode at %d: %w", s.pos, err)
 	}
 	s.pos++
-	if err := s.readback(); err != nil {
-		return nil, err
-	}
-	return s.logits, nil
+	return s.readback(o)
 }
 
-// Prefill appends tokens in chunks of the engine's chunk size and returns the logits at the last
-// position; each, when non-nil, gets every position's logits.
-func (s *Session) Prefill(ctx context.Context, toks []int32, each func(int, []float32) error) ([]float32, error) {
+// Prefill appends tokens in chunks of the engine's chunk size and returns the result at the last
+// position, with what o asks for; each, when non-nil, gets every position's logits.
+func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
 	if len(toks) == 0 {
-		return nil, errors.New("metal: empty prefill")
+		return engine.StepResult{}, errors.New("metal: empty prefill")
 	}
 	if err := s.check(len(toks), toks...); err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
 	for c0 := 0; c0 < len(toks); c0 += s.e.chunk {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return engine.StepResult{}, err
 		}
 		c1 := min(c0+s.e.chunk, len(toks))
 		if err := s.prefillChunk(toks[c0:c1], c0, each, c1 == len(toks)); err != nil {
-			return nil, err
+			return engine.StepResult{}, err
 		}
 	}
-	return s.logits, nil
+	return s.readback(o)
 }
 
 // Close releases the session's device buffers.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
@@ -89,14 +90,14 @@ func TestEngineChunksAndEach(t *testing.T) {
 	ctx := context.Background()
 	p := toks(10, 256, 3)
 	var want [][]float32
-	if _, err := rs.Prefill(ctx, p, func(i int, l []float32) error {
+	if _, err := rs.Prefill(ctx, p, engine.StepOptions{}, func(i int, l []float32) error {
 		want = append(want, append([]float32(nil), l...))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
-	last, err := ms.Prefill(ctx, p, func(i int, l []float32) error {
+	last, err := engine.Logits(ms.Prefill(ctx, p, engine.StepOptions{Full: true}, func(i int, l []float32) error {
 		if i != seen {
 			t.Fatalf("position %d reported as %d", seen, i)
 		}
@@ -105,7 +106,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		}
 		seen++
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +114,8 @@ func TestEngineChunksAndEach(t *testing.T) {
 		t.Fatalf("saw %d positions; last logits differ by %g", seen, relDiff(want[len(p)-1], last))
 	}
 	for _, tok := range []int32{17, 4, 99} {
-		rl, _ := rs.Decode(ctx, tok)
-		ml, err := ms.Decode(ctx, tok)
+		rl, _ := engine.Logits(rs.Decode(ctx, tok, engine.StepOptions{Full: true}))
+		ml, err := engine.Logits(ms.Decode(ctx, tok, engine.StepOptions{Full: true}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal/device"
 )
 
@@ -49,7 +50,7 @@ func TestPrefillHeadOnLastChunk(t *testing.T) {
 		if c.each {
 			each = func(int, []float32) error { return nil }
 		}
-		if _, err := s.Prefill(context.Background(), toks(10, 256, 1), each); err != nil {
+		if _, err := s.Prefill(context.Background(), toks(10, 256, 1), engine.StepOptions{}, each); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 	"pgregory.net/rapid"
 )
 
@@ -31,17 +32,17 @@ func TestPrefillEqualsPrefillPlusDecode(t *testing.T) {
 		for i := range ids {
 			ids[i] = int32(rapid.IntRange(0, m.cfg.VocabSize-1).Draw(rt, "id"))
 		}
-		whole, err := m.NewSession().Prefill(ctx, ids, nil)
+		whole, err := engine.Logits(m.NewSession().Prefill(ctx, ids, engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			rt.Fatal(err)
 		}
 		s := m.NewSession()
-		logits, err := s.Prefill(ctx, ids[:T-k], nil)
+		logits, err := engine.Logits(s.Prefill(ctx, ids[:T-k], engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			rt.Fatal(err)
 		}
 		for _, id := range ids[T-k:] {
-			if logits, err = s.Decode(ctx, id); err != nil {
+			if logits, err = engine.Logits(s.Decode(ctx, id, engine.StepOptions{Full: true})); err != nil {
 				rt.Fatal(err)
 			}
 		}
@@ -59,13 +60,13 @@ func TestPrefillEachMatchesPrefixes(t *testing.T) {
 	m := tinyModel(t, 1, -1, checkpoint.LayoutHF)
 	ids := []int32{5, 9, 63, 0, 17, 17, 2}
 	var each [][]float32
-	last, err := m.NewSession().Prefill(ctx, ids, func(i int, l []float32) error {
+	last, err := engine.Logits(m.NewSession().Prefill(ctx, ids, engine.StepOptions{Full: true}, func(i int, l []float32) error {
 		if i != len(each) {
 			t.Errorf("callback position %d, want %d", i, len(each))
 		}
 		each = append(each, append([]float32(nil), l...))
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestPrefillEachMatchesPrefixes(t *testing.T) {
 		t.Fatalf("%d callbacks; last callback differs from the returned logits", len(each))
 	}
 	for i := range ids {
-		want, err := m.NewSession().Prefill(ctx, ids[:i+1], nil)
+		want, err := engine.Logits(m.NewSession().Prefill(ctx, ids[:i+1], engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,25 +122,25 @@ func TestSnapshotRestoreReproducesLogits(t *testing.T) {
 	ctx := context.Background()
 	m := tinyModel(t, 3, -1, checkpoint.LayoutHF)
 	s := m.NewSession()
-	if _, err := s.Prefill(ctx, []int32{7, 8, 9, 10}, nil); err != nil {
+	if _, err := s.Prefill(ctx, []int32{7, 8, 9, 10}, engine.StepOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Snapshot()
 	if err != nil || snap.Len() != 4 {
 		t.Fatalf("snapshot len %v (%v), want 4", snap, err)
 	}
-	want, err := s.Decode(ctx, 11)
+	want, err := engine.Logits(s.Decode(ctx, 11, engine.StepOptions{Full: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Prefill(ctx, []int32{1, 2, 3}, nil); err != nil { // move the state on
+	if _, err := s.Prefill(ctx, []int32{1, 2, 3}, engine.StepOptions{}, nil); err != nil { // move the state on
 		t.Fatal(err)
 	}
 	for range 2 { // a snapshot can be restored more than once
 		if err := s.Restore(snap); err != nil || s.Len() != 4 {
 			t.Fatalf("restore: len %d (%v)", s.Len(), err)
 		}
-		got, err := s.Decode(ctx, 11)
+		got, err := engine.Logits(s.Decode(ctx, 11, engine.StepOptions{Full: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestBadInputIsAnError(t *testing.T) {
 	ctx := context.Background()
 	m := tinyModel(t, 4, 8, checkpoint.LayoutHF)
 	s := m.NewSession()
-	if _, err := s.Prefill(ctx, []int32{1, 2}, nil); err != nil {
+	if _, err := s.Prefill(ctx, []int32{1, 2}, engine.StepOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, err := s.Snapshot()
@@ -166,23 +167,23 @@ func TestBadInputIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, ids := range map[string][]int32{"empty": {}, "id ≥ vocab": {1, 64}, "negative id": {-1}} {
-		if _, err := s.Prefill(ctx, ids, nil); err == nil {
+		if _, err := s.Prefill(ctx, ids, engine.StepOptions{}, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := s.Decode(ctx, 1000); err == nil {
+	if _, err := s.Decode(ctx, 1000, engine.StepOptions{}); err == nil {
 		t.Error("decode of an id ≥ vocab: no error")
 	}
-	if _, err := s.Prefill(ctx, make([]int32, m.MaxContext()-1), nil); err == nil {
+	if _, err := s.Prefill(ctx, make([]int32, m.MaxContext()-1), engine.StepOptions{}, nil); err == nil {
 		t.Error("context overflow: no error")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Prefill(cancelled, []int32{3, 4}, nil); !errors.Is(err, context.Canceled) {
+	if _, err := s.Prefill(cancelled, []int32{3, 4}, engine.StepOptions{}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled prefill: %v, want context.Canceled", err)
 	}
 	// None of the failures moved the state: the next decode matches a restored twin.
-	got, err := s.Decode(ctx, 5)
+	got, err := engine.Logits(s.Decode(ctx, 5, engine.StepOptions{Full: true}))
 	if err != nil || s.Len() != 3 {
 		t.Fatalf("decode after failures: len %d (%v)", s.Len(), err)
 	}
@@ -190,14 +191,14 @@ func TestBadInputIsAnError(t *testing.T) {
 	if err := twin.Restore(want); err != nil {
 		t.Fatal(err)
 	}
-	ref, _ := twin.Decode(ctx, 5)
+	ref, _ := engine.Logits(twin.Decode(ctx, 5, engine.StepOptions{Full: true}))
 	if maxAbsDiff(t, got, ref) != 0 {
 		t.Error("a failed call changed the state")
 	}
 	if s.Close() != nil {
 		t.Fatal("close failed")
 	}
-	if _, err := s.Decode(ctx, 1); !errors.Is(err, ErrClosed) {
+	if _, err := s.Decode(ctx, 1, engine.StepOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("decode after close: %v, want ErrClosed", err)
 	}
 }
@@ -234,18 +235,18 @@ func TestPrefillPlusDecodeIllConditioned(t *testing.T) {
 	m := tinyModel(t, 0x17, -1, checkpoint.LayoutHF)
 	ids := []int32{1, 0, 0, 2, 0, 0, 1, 1, 1, 1, 0, 1, 3, 8, 16, 46, 3, 15, 14, 31, 63, 3, 3, 55, 0, 63, 62, 63, 1, 51,
 		0, 3, 6, 0, 50, 3, 2, 0, 42, 2, 30, 27, 23, 14, 29, 50, 13, 3, 1, 28, 63, 56, 12, 6, 7, 29, 37, 3, 28, 1, 1, 0, 3, 28}
-	whole, err := m.NewSession().Prefill(ctx, ids, nil)
+	whole, err := engine.Logits(m.NewSession().Prefill(ctx, ids, engine.StepOptions{Full: true}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := 1; k <= 4; k++ {
 		s := m.NewSession()
-		logits, err := s.Prefill(ctx, ids[:len(ids)-k], nil)
+		logits, err := engine.Logits(s.Prefill(ctx, ids[:len(ids)-k], engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range ids[len(ids)-k:] {
-			if logits, err = s.Decode(ctx, id); err != nil {
+			if logits, err = engine.Logits(s.Decode(ctx, id, engine.StepOptions{Full: true})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -63,13 +63,18 @@ func (m *Model) MaxContext() int { return m.cfg.MaxPositionEmbeddings }
 // Len is the number of tokens processed so far.
 func (s *Session) Len() int { return s.st.Pos }
 
-// Prefill appends tokens using the chunked delta rule and returns the logits at the last position.
+// Prefill appends tokens using the chunked delta rule and returns the result at the last position,
+// with what o asks for.
 // When each is non-nil it gets the logits of every new position in order (computed one position at
 // a time; the slice is only valid during the call). On an error before the last layer, including
 // ctx cancellation (checked between layers), the state is left as it was; an error from each leaves
 // the tokens appended.
-func (s *Session) Prefill(ctx context.Context, tokens []int32, each func(i int, logits []float32) error) ([]float32, error) {
-	return s.prefill(ctx, tokens, nil, each)
+func (s *Session) Prefill(ctx context.Context, tokens []int32, o engine.StepOptions, each func(i int, logits []float32) error) (engine.StepResult, error) {
+	logits, err := s.prefill(ctx, tokens, nil, each)
+	if err != nil {
+		return engine.StepResult{}, err
+	}
+	return engine.NewStepResult(logits, o), nil
 }
 
 // PrefillHidden is Prefill for conformance tests: it calls hidden with the hidden states of the new
@@ -109,13 +114,18 @@ func (s *Session) prefill(ctx context.Context, tokens []int32, hidden func(int, 
 	return logits, nil
 }
 
-// Decode appends one token using the recurrent delta-rule step and returns its logits: [V].
-func (s *Session) Decode(ctx context.Context, token int32) ([]float32, error) {
+// Decode appends one token using the recurrent delta-rule step and returns the result at its
+// position, with what o asks for.
+func (s *Session) Decode(ctx context.Context, token int32, o engine.StepOptions) (engine.StepResult, error) {
 	h, err := s.forward(ctx, []int32{token}, false, nil)
 	if err != nil {
-		return nil, err
+		return engine.StepResult{}, err
 	}
-	return s.m.Logits(h[0])
+	logits, err := s.m.Logits(h[0])
+	if err != nil {
+		return engine.StepResult{}, err
+	}
+	return engine.NewStepResult(logits, o), nil
 }
 
 // forward runs tokens through every layer from the session state and returns the last layer's

@@ -46,6 +46,25 @@ func TestSpecCheck(t *testing.T) {
 	}
 }
 
+// TestCtxSizeSetsMaxContext: --ctx-size reaches every backend as its MaxContext, the one window
+// the engine and the server check requests against (serve passes it nowhere else).
+func TestCtxSizeSetsMaxContext(t *testing.T) {
+	for _, s := range []backendSpec{{name: "ref", ctxSize: 48}, {name: "fast", device: "cpu", ctxSize: 48},
+		{name: "fast", device: "metal-emu", ctxSize: 48}} {
+		l, err := openBackend(benchFixture, s)
+		if err != nil {
+			t.Fatalf("%+v: %v", s, err)
+		}
+		got := l.backend.MaxContext()
+		if err := l.close(); err != nil {
+			t.Fatal(err)
+		}
+		if got != 48 {
+			t.Fatalf("%+v: MaxContext %d, want 48", s, got)
+		}
+	}
+}
+
 // TestFastCPUBackendCloseStopsWorkers: bench opens backends one after another in one process, so
 // closing the fast cpu backend must stop its worker pool, not leave its goroutines behind.
 func TestFastCPUBackendCloseStopsWorkers(t *testing.T) {

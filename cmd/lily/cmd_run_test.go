@@ -37,13 +37,13 @@ func (s *scriptSession) logits() []float32 {
 	l[s.b.next[s.pos-1]] = 3
 	return l
 }
-func (s *scriptSession) Prefill(_ context.Context, t []int32, _ func(int, []float32) error) ([]float32, error) {
+func (s *scriptSession) Prefill(_ context.Context, t []int32, o engine.StepOptions, _ func(int, []float32) error) (engine.StepResult, error) {
 	s.pos += len(t)
-	return s.logits(), nil
+	return engine.NewStepResult(s.logits(), o), nil
 }
-func (s *scriptSession) Decode(_ context.Context, _ int32) ([]float32, error) {
+func (s *scriptSession) Decode(_ context.Context, _ int32, o engine.StepOptions) (engine.StepResult, error) {
 	s.pos++
-	return s.logits(), nil
+	return engine.NewStepResult(s.logits(), o), nil
 }
 func (s *scriptSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
 func (s *scriptSession) Restore(engine.Snapshot) error      { return nil }

@@ -109,7 +109,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		queue = -1 // no waiting room
 	}
 	srv, err := server.New(server.Config{
-		Model: m, CtxSize: o.spec.ctxSize, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
+		// No CtxSize: --ctx-size is applied once, by the backend (its MaxContext), which the server reads.
+		Model: m, APIKey: o.apiKey, QueueSize: queue, MaxBody: o.maxBody,
 		Loopback: isLoopbackHost(o.host), AllowHosts: o.allowHosts, CORSOrigins: o.cors,
 		KeepAlive: o.keepAlive, Logger: logger, Page: webui.Handler(),
 	})

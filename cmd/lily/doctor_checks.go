@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
 	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
@@ -223,12 +224,12 @@ func doctorGenerate(r *doctorReport, m *metal.Model, w *checkpoint.Weights, n in
 		prompt[i] = int32(1 + 37*i%(m.VocabSize()-1))
 	}
 	n = min(n, m.MaxContext()-len(prompt))
-	ml, err := ms.Prefill(ctx, prompt, nil)
+	ml, err := ms.Prefill(ctx, prompt, engine.StepOptions{}, nil)
 	if err != nil {
 		r.add("generation", "FAIL", "prefill: %v", err)
 		return
 	}
-	rl, err := rs.Prefill(ctx, prompt, nil)
+	rl, err := rs.Prefill(ctx, prompt, engine.StepOptions{}, nil)
 	if err != nil {
 		r.add("generation", "FAIL", "ref prefill: %v", err)
 		return
@@ -238,8 +239,8 @@ func doctorGenerate(r *doctorReport, m *metal.Model, w *checkpoint.Weights, n in
 	timed := true
 	toks := make([]int32, 0, n)
 	for i := range n {
-		tok := argmax(ml)
-		if tok == argmax(rl) {
+		tok := ml.Greedy
+		if tok == rl.Greedy {
 			agree++
 		}
 		toks = append(toks, tok)
@@ -249,7 +250,7 @@ func doctorGenerate(r *doctorReport, m *metal.Model, w *checkpoint.Weights, n in
 		t0 := time.Now()
 		var g time.Duration
 		var ok bool
-		ml, g, ok, err = ms.(*metal.Session).DecodeTimed(ctx, tok)
+		ml, g, ok, err = ms.(*metal.Session).DecodeTimed(ctx, tok, engine.StepOptions{})
 		wall += time.Since(t0)
 		gpu += g
 		timed = timed && ok
@@ -257,7 +258,7 @@ func doctorGenerate(r *doctorReport, m *metal.Model, w *checkpoint.Weights, n in
 			r.add("generation", "FAIL", "decode %d: %v", i, err)
 			return
 		}
-		if rl, err = rs.Decode(ctx, tok); err != nil {
+		if rl, err = rs.Decode(ctx, tok, engine.StepOptions{}); err != nil {
 			r.add("generation", "FAIL", "ref decode %d: %v", i, err)
 			return
 		}
@@ -278,16 +279,6 @@ func doctorGenerate(r *doctorReport, m *metal.Model, w *checkpoint.Weights, n in
 	default:
 		r.add("decode_timing", "PASS", "per decode step: GPU %v, CPU encode and wait %v (wall %v)", gpu/steps, (wall-gpu)/steps, wall/steps)
 	}
-}
-
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 // gibs formats a byte count in GiB, or MiB below one GiB.

@@ -10,8 +10,7 @@ import (
 // scoreTileSIMD is scoreTilePortable in tiles of 4 query rows × 4 keys (scoreQuads, assembly: 16
 // accumulators, each key vector loaded once for four rows) where the CPU has AVX-512 and d is a
 // multiple of 16; leftover keys run as single dot products and leftover rows through scoreTile2x4.
-// In L1, 8 query rows (a decode step's heads of one KV head) against 64 keys, D = 256: 85 → 140
-// GFLOP/s on one core.
+// Its case is a decode step's query heads of one KV head against a tile of keys in L1.
 func scoreTileSIMD(s, q []float32, m, d int, keys []float32, ks, n int) {
 	if d%16 != 0 || m < 4 || n < 4 || !archsimd.X86.AVX512() {
 		scoreTile2x4(s, q, m, d, keys, ks, n)
@@ -30,13 +29,12 @@ func scoreTileSIMD(s, q []float32, m, d int, keys []float32, ks, n int) {
 }
 
 // scoreTile2x4 is scoreTilePortable in tiles of 2 query rows × 4 keys (key quads outer, so four
-// key rows stay in L1 while the query rows stream past: 66 → 76 GFLOP/s): per 16 dimensions two
+// key rows stay in L1 while the query rows stream past): per 16 dimensions two
 // query loads and four key loads feed eight FMAs (Dots: nine loads for eight), each key row serving
 // both query rows; one reduce8 turns the eight accumulators into the tile's scores, stored as a
 // 4-wide vector per row. Two 16-dimension steps per pass, the key vector the FMAs' first operand
-// (Go's FMA overwrites it, so it is copied once, not the query vector three times): 76 → 98
-// GFLOP/s on one core (64 rows, 64 keys, D = 256). Needs AVX-512 and d a multiple of 32; leftover
-// rows and keys run as Dots.
+// (Go's FMA overwrites it, so it is copied once, not the query vector three times). Needs AVX-512
+// and d a multiple of 32; leftover rows and keys run as Dots.
 func scoreTile2x4(s, q []float32, m, d int, keys []float32, ks, n int) {
 	if d%32 != 0 || !archsimd.X86.AVX512() {
 		for i := range m {
@@ -99,8 +97,7 @@ func scoreTile2x4(s, q []float32, m, d int, keys []float32, ks, n int) {
 // accumTileSIMD is accumTilePortable in tiles of 8 output rows × 32 dimensions (accumOctet,
 // assembly: 16 accumulators, each value vector loaded once for eight rows) where the CPU has
 // AVX-512 and d is a multiple of 32, the weights of each 8-row group first interleaved by key on
-// the stack (pt[8j+r], at most maxTileKeys keys a call); leftover rows run through accumTile4. In
-// L1, 8 rows, 64 keys, D = 256: 86 → 135 GFLOP/s on one core.
+// the stack (pt[8j+r], at most maxTileKeys keys a call); leftover rows run through accumTile4.
 func accumTileSIMD(o []float32, m, d int, p []float32, n int, v []float32, vs int) {
 	if d%32 != 0 || m < 8 || !archsimd.X86.AVX512() {
 		accumTile4(o, m, d, p, n, v, vs)

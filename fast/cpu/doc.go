@@ -41,8 +41,8 @@
 //
 // The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
 // prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
-// and inline in the VNNI loop). Without it the hardware prefetchers left each core stalled on DRAM about as
-// long as it computed (one worker, 4-bit [2048, 2048] from DRAM: 6.6 → 9.1 GB/s).
+// and inline in the VNNI loop). Without it the hardware prefetchers leave each core stalled on DRAM about as
+// long as it computes (see prefetchAhead).
 //
 // Weights stay in their stored form: packed []byte (little-endian uint32 words, element k of a word in
 // bits [k*bits, (k+1)*bits), so in byte terms a 4-bit row is low nibble first), bf16 scales and biases

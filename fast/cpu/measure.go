@@ -9,8 +9,9 @@ import (
 )
 
 // minBandwidthBytes is the smallest buffer MeasureReadBandwidth streams: 8× a 32 MiB last-level
-// cache. bandwidthBytes raises it to twice the last-level cache where the machine's is larger (this
-// VM's is 480 MiB: a 256 MiB buffer read back partly from cache, 34 GB/s against 30–33 at 1–2 GiB).
+// cache. bandwidthBytes raises it to twice the last-level cache where the machine's is larger (some
+// VMs report caches of hundreds of MiB; a buffer smaller than the cache is read back partly from it
+// and overstates the bandwidth).
 const minBandwidthBytes = 256 << 20
 
 // bandwidthBytes returns the streaming-read buffer size: at least minBandwidthBytes and twice the
@@ -104,8 +105,8 @@ func readSumPortable(x []uint64) uint64 {
 // repeated for about d in all, best of three per problem, the better problem counting. This is the
 // prefill roofline's compute side. The problems: a 4-bit [64, 2048] matrix (160 KB with scales and
 // biases) against 32 token rows (256 KB), small enough for each core's L2 (the row-block kernel);
-// an expert-sized [512, 2048] one against 64 rows (the row-block kernel's best case: 167 GFLOP/s
-// with its 512-bit tile, against 106 for the other two when the panel kernel still ran large X);
+// an expert-sized [512, 2048] one against 64 rows (the row-block kernel's best case, with its
+// 512-bit tile);
 // and a [512, 2048] one against 512 rows, past qmmLargeX (token blocks); prefill runs all three.
 // It allocates its inputs.
 func MeasurePeakFLOPs(k *Kernels, d time.Duration) float64 {

@@ -12,8 +12,7 @@ import "unsafe"
 func prefetch(p unsafe.Pointer, lines int)
 
 // prefetchAhead is how far ahead of the row being computed the mat-vecs prefetch packed weights:
-// 2 KiB. Measured (BenchmarkQMatVec, 4-bit [2048, 2048] from DRAM, one worker, int16 activations):
-// 6.6 GB/s without prefetching, 8.6 at 1 KiB, 9.1 at 2 KiB, 8.3 at 4 KiB, 7.4 at 6 KiB; PREFETCHT1
-// (L2) was 10% slower than T0 at its best distance. The hardware prefetchers alone leave the
-// kernels stalled on DRAM for about as long as they compute.
+// 2 KiB, the best distance in BenchmarkQMatVec from DRAM (shorter ones arrive late, longer ones
+// are evicted before use), into L1 (PREFETCHT0 does better than PREFETCHT1). The hardware
+// prefetchers alone leave the kernels stalled on DRAM for about as long as they compute.
 const prefetchAhead = 2048

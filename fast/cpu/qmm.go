@@ -14,12 +14,8 @@ type qmmRowsFunc func(y []float32, m *QMat, x []float32, t int, buf []float32, l
 // qmmLargeX is the default size of X (T·In elements, 2 MB of float32: a core's L2) from which
 // QMatMat runs in blocks of qmmTokenBlock tokens. The row-block kernels re-read every token row
 // for each block of 4 weight rows, which past L2 comes from L3; in blocks of 64 tokens X stays in
-// L2 and each weight row is dequantized once per block, as for an expert that 64 tokens chose.
-// BenchmarkQMatMat/q4_2048x2048_dense/T512, two workers: 154–158 GFLOP/s in token blocks with the
-// 512-bit tile, against 87 for the same kernel over all 512 tokens at once and 111–119 for the
-// AVX-512 panel kernel (dequantized 32-row panels times 6-token register tiles) that this replaced:
-// its broadcasts and the compiler's register shuffling around the 213-form FMA held it to ~55
-// GFLOP/s per core.
+// L2 and each weight row is dequantized once per block, as for an expert that 64 tokens chose
+// (BenchmarkQMatMat/q4_2048x2048_dense/T512 compares the blocked and unblocked runs).
 const qmmLargeX = 1 << 19
 
 // qmmTokenBlock is the token count of one block of a large-X QMatMat (Kernels.tokenBlock).

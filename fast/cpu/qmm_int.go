@@ -84,13 +84,12 @@ func (k *Kernels) qmmInt(y []float32, m *QMat, x []float32, t int) {
 
 // matMatMinRowsFloat is the fewest token rows for which the float32 mat-mat beats one fused mat-vec
 // per row: it dequantizes the whole matrix whatever the row count, which costs more than the
-// mat-vecs up to about 5 rows (4-bit [512, 2048] expert from DRAM, two workers: 1 row 144 against
-// 38 µs, 4 rows 138 against 121 µs, 6 rows 174 against 185 µs).
+// mat-vecs up to about 5 rows of a 4-bit expert-sized matrix read from DRAM (BenchmarkQMatMat).
 const matMatMinRowsFloat = 5
 
 // matMatMinRowsInt is the same for the integer GEMM, which unpacks each weight once for up to
-// recTile rows: BenchmarkQMatMatIntFewRows, one worker, 2 rows ~1.3×, 3 and 4 rows ~1.5× the
-// mat-vecs, 1 row the mat-vec 2.8× faster.
+// recTile rows, so it beats the mat-vecs from 2 rows on and loses to the mat-vec at 1
+// (BenchmarkQMatMatIntFewRows).
 const matMatMinRowsInt = 2
 
 // MatMatMinRows returns the fewest token rows from which QMatMat of m is faster than one QMatVec per

@@ -168,9 +168,8 @@ func tile4x2(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float3
 // cycle against the two 256-bit ones tile4x2 gets, from the same 6 loads per 8 FMAs. The loop runs
 // four 16-element steps per pass (written out: Go does not unroll) over running pointers: Go's FMA
 // writes its first multiplicand, so every step costs register copies besides the FMAs, and the
-// accumulators move back to their registers at the end of each pass; one step per pass left the
-// front end, not the FMA ports, the limit (BenchmarkQMatMat, two workers: T64 expert shapes
-// 147–167 → 185–201 GFLOP/s, dense T512 in token blocks 154–168 → 204). The 16-lane accumulators
+// accumulators move back to their registers at the end of each pass; with one step per pass the
+// front end, not the FMA ports, would be the limit (BenchmarkQMatMat). The 16-lane accumulators
 // fold to 8 lanes before the reduction.
 func tile4x2x512(pw unsafe.Pointer, in int, x0, x1 unsafe.Pointer, y0, y1 *[4]float32) {
 	var c00, c01, c10, c11, c20, c21, c30, c31 archsimd.Float32x16

@@ -66,8 +66,8 @@ func qmvBlocksSIMD(y []float32, m *QMat, v *Vec, lo, hi int, kind qmvKind) {
 			}
 			w := unsafe.Pointer(unsafe.SliceData(m.W[(o0+j)*rb : (o0+j+1)*rb]))
 			// Rows of 2 KiB or more (inputs ≥ 4096) run in two halves with a prefetch of 16 lines
-			// before each: one burst of 32 left the kernel waiting for fill buffers (4-bit
-			// [2048, 4096] from DRAM, two workers: 18.0 → 20.0–20.8 GB/s; 1 KiB rows gain nothing).
+			// before each: one burst of 32 leaves the kernel waiting for fill buffers (1 KiB rows
+			// gain nothing from the split; BenchmarkQMatVec shows it).
 			split := kind == kindQ4x512 && rb >= 2048 && groups%4 == 0
 			if (o0+j+1)*rb+prefetchAhead <= len(m.W) {
 				if split {
@@ -189,8 +189,7 @@ func qmv4Row(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Pointer
 // word shifted down by 4k needs no mask and no integer-to-float conversion) and multiplied with
 // xp (Vec.p16, x in that order); the two groups' scales are spread over their 8 lanes each by one
 // more VPERMPS. About 26 vector instructions per 128 weights against 34 for unpacking through
-// VPMOVZXBD and VCVTDQ2PS, for the same exact float32 products: measured 8.6 → 11.3 GB/s per core
-// in cache (BenchmarkQMatVecCPU/simd), 14.7 → 18.4 GB/s on two workers from DRAM. An odd last
+// VPMOVZXBD and VCVTDQ2PS, for the same exact float32 products (BenchmarkQMatVecCPU/simd). An odd last
 // group runs the 256-bit loop (Vec.p16 holds it in the p4 order).
 func qmv4Row512(w unsafe.Pointer, sf *[sfLen]float32, groups int, xp unsafe.Pointer, pc *perm512) archsimd.Float32x8 {
 	tbl, pair := archsimd.LoadFloat32x16(&pc.tbl), archsimd.LoadUint32x16(&pc.pair)

@@ -162,14 +162,15 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 	}
 	defer s.Close()
 	t0 := time.Now()
-	logits, err := s.Prefill(ctx, prompt, nil)
+	// Greedy steps: what a greedy request asks of the backend (the greedy id, no logits).
+	step, err := s.Prefill(ctx, prompt, engine.StepOptions{}, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	prefill := time.Since(t0)
 	t1 := time.Now()
 	for i := 0; i < decode; i++ {
-		if logits, err = s.Decode(ctx, argmax(logits)); err != nil {
+		if step, err = s.Decode(ctx, step.Greedy, engine.StepOptions{}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -186,21 +187,6 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 		}
 	}
 	return r, nil
-}
-
-// argmax returns the index of the first largest value (the running maximum stays in a register:
-// indexing x[best] every step made this loop a visible part of a decode step over 248K logits).
-func argmax(x []float32) int32 {
-	if len(x) == 0 {
-		return 0
-	}
-	best, bv := 0, x[0]
-	for i, v := range x {
-		if v > bv {
-			best, bv = i, v
-		}
-	}
-	return int32(best)
 }
 
 // Report is the whole run: results plus the roofline they are judged against.

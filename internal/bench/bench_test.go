@@ -6,8 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"pgregory.net/rapid"
-
 	"github.com/lily-engine/lily/internal/engine"
 )
 
@@ -25,15 +23,15 @@ func (s *fakeSession) Len() int                           { return s.n }
 func (s *fakeSession) Snapshot() (engine.Snapshot, error) { return nil, nil }
 func (s *fakeSession) Restore(engine.Snapshot) error      { return nil }
 func (s *fakeSession) Close() error                       { return nil }
-func (s *fakeSession) Prefill(_ context.Context, t []int32, _ func(int, []float32) error) ([]float32, error) {
+func (s *fakeSession) Prefill(_ context.Context, t []int32, o engine.StepOptions, _ func(int, []float32) error) (engine.StepResult, error) {
 	s.n += len(t)
 	s.prefills++
-	return make([]float32, 16), nil
+	return engine.NewStepResult(make([]float32, 16), o), nil
 }
-func (s *fakeSession) Decode(context.Context, int32) ([]float32, error) {
+func (s *fakeSession) Decode(_ context.Context, _ int32, o engine.StepOptions) (engine.StepResult, error) {
 	s.n++
 	s.decodes++
-	return make([]float32, 16), nil
+	return engine.NewStepResult(make([]float32, 16), o), nil
 }
 
 func TestRunSkipsLengthsBeyondContext(t *testing.T) {
@@ -116,26 +114,6 @@ func TestAgainstModel(t *testing.T) {
 	if r.DeviceCopyGBs != 400 || x.ModelDecodeTokS != 10 || x.DecodeOfModelFrac != 0.5 || x.PrefillOfModelFrac != 0.25 {
 		t.Fatalf("%+v %+v", r, x)
 	}
-}
-
-// TestArgmax: the first index of the largest value, against a plain scan of every pair.
-func TestArgmax(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		ints := rapid.SliceOfN(rapid.IntRange(-3, 3), 1, 300).Draw(t, "x") // small ints: ties
-		x := make([]float32, len(ints))
-		for i, v := range ints {
-			x[i] = float32(v)
-		}
-		want := 0
-		for i := range x {
-			if x[i] > x[want] {
-				want = i
-			}
-		}
-		if got := argmax(x); int(got) != want {
-			t.Fatalf("argmax %d, want %d", got, want)
-		}
-	})
 }
 
 // countingBackend counts the sessions opened and the tokens prefilled and decoded in them.

@@ -24,13 +24,14 @@ type Backend interface {
 type Session interface {
 	// Len is the number of tokens processed so far (the next token's position).
 	Len() int
-	// Prefill appends tokens and returns the logits at the last position: [V].
-	// When each is non-nil it is called with the logits of every position i in 0..len(tokens)-1
-	// (used for prompt scoring); the slice is only valid during the call.
+	// Prefill appends tokens and returns the result at the last position, with what o asks for.
+	// When each is non-nil it is called with the logits [V] of every position i in
+	// 0..len(tokens)-1 (prompt scoring); the slice is only valid during the call.
 	// It checks ctx between chunks/layers and returns ctx.Err() when cancelled.
-	Prefill(ctx context.Context, tokens []int32, each func(i int, logits []float32) error) ([]float32, error)
-	// Decode appends one token and returns the logits at its position: [V].
-	Decode(ctx context.Context, token int32) ([]float32, error)
+	Prefill(ctx context.Context, tokens []int32, o StepOptions, each func(i int, logits []float32) error) (StepResult, error)
+	// Decode appends one token and returns the result at its position, with what o asks for.
+	// The result's slices are valid until the session's next step.
+	Decode(ctx context.Context, token int32, o StepOptions) (StepResult, error)
 	// Snapshot copies the state so that Restore can return to it (prompt caching).
 	Snapshot() (Snapshot, error)
 	// Restore replaces the state with a snapshot taken from a session of the same backend.

@@ -188,7 +188,14 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		return nil, err
 	}
 	res := &Result{}
-	logits, err := e.prefill(ctx, r, res)
+	procs := newProcessors(r)
+	// What each step returns: the full logits when a logit processor runs, else what the sampler
+	// and the logprobs need (the greedy id, or the top-k and the log-sum-exp).
+	opt := r.Sampling.stepOptions(r.Logprobs, r.TopLogprobs)
+	if procs.active() {
+		opt = StepOptions{Full: true}
+	}
+	step, err := e.prefill(ctx, r, res, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +209,6 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		return res, nil
 	}
 	sm := newSampler(r.Sampling)
-	procs := newProcessors(r)
 	stops := &stopMatcher{include: r.IncludeStop}
 	for _, s := range r.Stop {
 		if s != "" {
@@ -210,11 +216,17 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		}
 	}
 	for {
-		x, err := procs.apply(logits, len(res.Tokens))
-		if err != nil {
-			return nil, err
+		pickFrom := &step
+		if procs.active() {
+			// The processors run on a copy of the full logits (opt asked for them), so that
+			// logprobs keep reporting the model's own distribution.
+			x, err := procs.apply(step.Logits, len(res.Tokens))
+			if err != nil {
+				return nil, err
+			}
+			pickFrom = &StepResult{Logits: x}
 		}
-		id := sm.pick(x)
+		id := sm.pick(pickFrom)
 		sm.observe(id)
 		if err := procs.observe(id); err != nil {
 			return nil, err
@@ -222,9 +234,9 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		res.Tokens = append(res.Tokens, id)
 		tok := &Token{ID: id}
 		if r.Logprobs {
-			tok.Logprob, tok.Top = logprobs(logits, id, r.TopLogprobs)
+			tok.Logprob, tok.Top = stepLogprobs(&step, id, r.TopLogprobs)
 		}
-		step := Step{Token: tok}
+		out := Step{Token: tok}
 		isStopID := slices.Contains(r.StopIDs, id) && len(res.Tokens) > r.MinTokens
 		hitString := false
 		if r.Decoder != nil && !isStopID {
@@ -233,12 +245,12 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 				return nil, fmt.Errorf("decode token %d: %w", id, err)
 			}
 			if len(res.Tokens) > r.MinTokens {
-				step.Text, hitString = stops.add(text)
+				out.Text, hitString = stops.add(text)
 			} else {
-				step.Text = stops.pass(text)
+				out.Text = stops.pass(text)
 			}
 		}
-		if err := emit(step); err != nil {
+		if err := emit(out); err != nil {
 			return nil, err
 		}
 		if hitString {
@@ -256,7 +268,7 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if logits, err = e.sess.Decode(ctx, id); err != nil {
+		if step, err = e.sess.Decode(ctx, id, opt); err != nil {
 			return nil, err
 		}
 	}
@@ -276,10 +288,11 @@ func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error
 	return res, nil
 }
 
-// prefill brings the session to the end of the prompt and returns the last position's logits.
+// prefill brings the session to the end of the prompt and returns the last position's result, with
+// what opt asks for.
 // It restores the cached state when that state covers a prefix of the prompt, and snapshots the state
 // at r.CachePrefix for the next request.
-func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float32, error) {
+func (e *Engine) prefill(ctx context.Context, r *Request, res *Result, opt StepOptions) (StepResult, error) {
 	p := r.Prompt
 	cut := r.CachePrefix
 	if cut <= 0 || cut >= len(p) {
@@ -291,7 +304,7 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		if e.sess == nil {
 			s, err := e.b.NewSession()
 			if err != nil {
-				return nil, err
+				return StepResult{}, err
 			}
 			e.sess = s
 		}
@@ -310,7 +323,7 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		}
 		s, err := e.b.NewSession()
 		if err != nil {
-			return nil, err
+			return StepResult{}, err
 		}
 		e.sess = s
 	}
@@ -335,8 +348,8 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 	// Part one: up to the cache point, then snapshot it (unless it is already what is cached).
 	if !e.noCache && cut > start {
 		e.dropCache()
-		if _, err := e.sess.Prefill(ctx, p[start:cut], offset(start)); err != nil {
-			return nil, err
+		if _, err := e.sess.Prefill(ctx, p[start:cut], StepOptions{}, offset(start)); err != nil {
+			return StepResult{}, err
 		}
 		snap, err := e.sess.Snapshot()
 		if err != nil {
@@ -346,5 +359,5 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result) ([]float3
 		}
 		start = cut
 	}
-	return e.sess.Prefill(ctx, p[start:], offset(start))
+	return e.sess.Prefill(ctx, p[start:], opt, offset(start))
 }

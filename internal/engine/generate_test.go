@@ -64,6 +64,9 @@ func TestGreedyLength(t *testing.T) {
 	if res.Finish != engine.FinishLength || len(steps) != 6 {
 		t.Fatalf("finish %q after %d steps", res.Finish, len(steps))
 	}
+	if n := b.FullSteps.Load(); n != 0 {
+		t.Fatalf("greedy decoding asked %d steps for the full logits", n)
+	}
 }
 
 func TestStopIDAndStopString(t *testing.T) {
@@ -209,7 +212,13 @@ func TestPresencePenalty(t *testing.T) {
 	if !slices.Equal(res.Tokens, b.Script) {
 		t.Fatalf("unpenalized: %v", res.Tokens)
 	}
+	if n := b.FullSteps.Load(); n != 0 {
+		t.Fatalf("greedy decoding asked %d steps for the full logits", n)
+	}
 	res, _ = collect(t, e, &engine.Request{Prompt: []int32{3}, MaxTokens: 6, Sampling: engine.Sampling{PresencePenalty: 100}})
+	if n := b.FullSteps.Load(); n != 6 {
+		t.Fatalf("a penalized request asked %d steps for the full logits, want 6 (prefill and 5 decodes)", n)
+	}
 	seen := map[int32]bool{}
 	for _, id := range res.Tokens {
 		if seen[id] {

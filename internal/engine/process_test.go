@@ -11,11 +11,16 @@ import (
 )
 
 func TestLogitBiasForcesToken(t *testing.T) {
-	e := engine.New(newBackend())
+	fb := newBackend()
+	e := engine.New(fb)
 	res, _ := collect(t, e, &engine.Request{Prompt: []int32{5, 6}, MaxTokens: 4, StopIDs: []int32{eos},
 		LogitBias: map[int32]float32{17: 100}, Logprobs: true})
 	if !slices.Equal(res.Tokens, []int32{17, 17, 17, 17}) {
 		t.Fatalf("tokens %v; want 17 each time", res.Tokens)
+	}
+	// A processor runs on the full logits: every step asks for them (prefill and 3 decodes).
+	if n := fb.FullSteps.Load(); n != 4 {
+		t.Fatalf("%d steps asked for the full logits, want 4", n)
 	}
 	// A ban of every id the fake model prefers moves greedy off them.
 	b := newBackend()

@@ -36,6 +36,23 @@ func ModelDefaults() Sampling {
 // Greedy reports whether s picks the argmax.
 func (s Sampling) Greedy() bool { return s.Temperature <= 0 }
 
+// stepOptions returns what each step must return for s to pick a token and, when logprobs is set,
+// for the token's logprob and topLogprobs alternatives: the whole distribution when a penalty or a
+// sampler without a top-k filter needs it, else the top-k and the greedy id.
+func (s Sampling) stepOptions(logprobs bool, topLogprobs int) StepOptions {
+	if s.PresencePenalty != 0 || s.FrequencyPenalty != 0 || (!s.Greedy() && s.TopK <= 0) {
+		return StepOptions{Full: true}
+	}
+	var o StepOptions
+	if !s.Greedy() {
+		o.TopK = s.TopK
+	}
+	if logprobs {
+		o.TopK = max(o.TopK, topLogprobs, 1)
+	}
+	return o
+}
+
 // sampler holds the per-request sampling state. One goroutine owns it.
 type sampler struct {
 	s      Sampling
@@ -43,6 +60,7 @@ type sampler struct {
 	counts map[int32]int
 	buf    []float64 // scratch: adjusted logits
 	idx    []int32   // scratch: candidate ids
+	vals   []float64 // scratch: candidate logits, parallel to idx
 }
 
 func newSampler(s Sampling) *sampler {
@@ -60,8 +78,31 @@ func newSampler(s Sampling) *sampler {
 // observe records a generated token for the penalties.
 func (sm *sampler) observe(id int32) { sm.counts[id]++ }
 
-// pick returns the next token id for logits [V].
-func (sm *sampler) pick(logits []float32) int32 {
+// pick returns the next token id from a step that returned what s.stepOptions asked for: the full
+// logits when it has them, else its greedy id or a draw among its top ids. Both ways give the same
+// token for the same logits and seed.
+func (sm *sampler) pick(r *StepResult) int32 {
+	if r.Logits != nil {
+		return sm.pickFull(r.Logits)
+	}
+	if sm.s.Greedy() {
+		return r.Greedy
+	}
+	idx, vals := sm.idx[:0], sm.vals[:0]
+	for i := range min(sm.s.TopK, len(r.TopIDs)) {
+		if l := float64(r.TopLogits[i]); l > math.Inf(-1) {
+			idx, vals = append(idx, r.TopIDs[i]), append(vals, l)
+		}
+	}
+	sm.idx, sm.vals = idx, vals
+	if len(idx) == 0 {
+		return r.Greedy
+	}
+	return sm.draw(idx, vals)
+}
+
+// pickFull returns the next token id for logits [V].
+func (sm *sampler) pickFull(logits []float32) int32 {
 	penal := sm.s.PresencePenalty != 0 || sm.s.FrequencyPenalty != 0
 	if sm.s.Greedy() && !penal {
 		return argmax(logits)
@@ -115,13 +156,24 @@ func (sm *sampler) pick(logits []float32) int32 {
 	if len(idx) == 0 {
 		return argmax(logits)
 	}
+	vals := sm.vals[:0]
+	for _, id := range idx {
+		vals = append(vals, x[id])
+	}
+	sm.vals = vals
+	return sm.draw(idx, vals)
+}
+
+// draw samples one of the candidates idx, whose adjusted logits vals are in descending order, after
+// the temperature, top-p and min-p.
+func (sm *sampler) draw(idx []int32, vals []float64) int32 {
 	// Softmax at temperature over the candidates.
 	t := sm.s.Temperature
 	p := make([]float64, len(idx))
-	m := x[idx[0]] / t
+	m := vals[0] / t
 	var sum float64
-	for i, id := range idx {
-		p[i] = math.Exp(x[id]/t - m)
+	for i, v := range vals {
+		p[i] = math.Exp(v/t - m)
 		sum += p[i]
 	}
 	for i := range p {

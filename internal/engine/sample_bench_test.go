@@ -22,7 +22,7 @@ func BenchmarkPickGreedy(b *testing.B) {
 	l := randomLogits(realVocab)
 	sm := newSampler(Sampling{})
 	for b.Loop() {
-		sm.pick(l)
+		sm.pickFull(l)
 	}
 }
 
@@ -30,7 +30,7 @@ func BenchmarkPickTopK20(b *testing.B) {
 	l := randomLogits(realVocab)
 	sm := newSampler(Sampling{Temperature: 1, TopK: 20, TopP: 0.95, HasSeed: true})
 	for b.Loop() {
-		sm.pick(l)
+		sm.pickFull(l)
 	}
 }
 
@@ -45,5 +45,25 @@ func BenchmarkLogSumExp(b *testing.B) {
 	l := randomLogits(realVocab)
 	for b.Loop() {
 		LogSumExp(l)
+	}
+}
+
+// BenchmarkPickTopK20Step is BenchmarkPickTopK20 from the step result the loop asks for (the top 20
+// logits), what a backend with a GPU top-k hands the sampler instead of [V] logits.
+func BenchmarkPickTopK20Step(b *testing.B) {
+	s := Sampling{Temperature: 1, TopK: 20, TopP: 0.95, HasSeed: true}
+	r := NewStepResult(randomLogits(realVocab), s.stepOptions(false, 0))
+	r.Logits = nil
+	sm := newSampler(s)
+	for b.Loop() {
+		sm.pick(&r)
+	}
+}
+
+// BenchmarkStepResultGreedy is what a CPU backend adds to a greedy step: the argmax.
+func BenchmarkStepResultGreedy(b *testing.B) {
+	l := randomLogits(realVocab)
+	for b.Loop() {
+		NewStepResult(l, StepOptions{})
 	}
 }

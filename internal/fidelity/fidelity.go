@@ -48,7 +48,7 @@ func Score(ctx context.Context, b engine.Backend, tokens []int32) (*Scores, erro
 	defer s.Close()
 	n := len(tokens) - 1
 	sc := &Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
-	_, err = s.Prefill(ctx, tokens, func(i int, logits []float32) error {
+	_, err = s.Prefill(ctx, tokens, engine.StepOptions{}, func(i int, logits []float32) error {
 		if i >= n {
 			return nil
 		}

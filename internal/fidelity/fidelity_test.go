@@ -30,22 +30,22 @@ type tableSession struct {
 	n int
 }
 
-func (s *tableSession) Prefill(ctx context.Context, toks []int32, each func(int, []float32) error) ([]float32, error) {
+func (s *tableSession) Prefill(ctx context.Context, toks []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
 	out := make([]float32, s.t.v)
 	for i, tok := range toks {
 		s.t.f(tok, out)
 		if each != nil {
 			if err := each(i, out); err != nil {
-				return nil, err
+				return engine.StepResult{}, err
 			}
 		}
 	}
 	s.n += len(toks)
-	return out, nil
+	return engine.NewStepResult(out, o), nil
 }
 
-func (s *tableSession) Decode(ctx context.Context, tok int32) ([]float32, error) {
-	return s.Prefill(ctx, []int32{tok}, nil)
+func (s *tableSession) Decode(ctx context.Context, tok int32, o engine.StepOptions) (engine.StepResult, error) {
+	return s.Prefill(ctx, []int32{tok}, o, nil)
 }
 
 func TestUniformLogitsGivePerplexityV(t *testing.T) {

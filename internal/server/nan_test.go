@@ -29,18 +29,26 @@ func nanAll(l []float32) []float32 {
 	return l
 }
 
-func (s nanSession) Prefill(ctx context.Context, t []int32, each func(int, []float32) error) ([]float32, error) {
+// Prefill and Decode ask the wrapped session for the full logits, make them NaN and return what
+// o asks of those.
+func (s nanSession) Prefill(ctx context.Context, t []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
 	if each != nil {
 		inner := each
 		each = func(i int, l []float32) error { return inner(i, nanAll(l)) }
 	}
-	l, err := s.Session.Prefill(ctx, t, each)
-	return nanAll(l), err
+	l, err := engine.Logits(s.Session.Prefill(ctx, t, engine.StepOptions{Full: true}, each))
+	if err != nil {
+		return engine.StepResult{}, err
+	}
+	return engine.NewStepResult(nanAll(l), o), nil
 }
 
-func (s nanSession) Decode(ctx context.Context, t int32) ([]float32, error) {
-	l, err := s.Session.Decode(ctx, t)
-	return nanAll(l), err
+func (s nanSession) Decode(ctx context.Context, t int32, o engine.StepOptions) (engine.StepResult, error) {
+	l, err := engine.Logits(s.Session.Decode(ctx, t, engine.StepOptions{Full: true}))
+	if err != nil {
+		return engine.StepResult{}, err
+	}
+	return engine.NewStepResult(nanAll(l), o), nil
 }
 
 // TestNaNLogprobsEncode: non-finite logprobs are sent as engine.LogprobFloor (valid JSON, every

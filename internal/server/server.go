@@ -19,7 +19,9 @@ import (
 // Config configures a Server. Zero values take the defaults documented on each field.
 type Config struct {
 	Model Model
-	// CtxSize caps the context window (0: the backend's MaxContext; larger values are capped to it).
+	// CtxSize caps the context window below the backend's MaxContext (0: the backend's MaxContext;
+	// larger values are capped to it). lily serve leaves it 0: its --ctx-size opens the backend
+	// with that MaxContext.
 	CtxSize int
 	// APIKey, when set, is required as `Authorization: Bearer KEY` on every route but /health.
 	APIKey string

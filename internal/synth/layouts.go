@@ -1,122 +1,81 @@
 package synth
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
-// hfTensors lists the text-model tensors of the transformers bf16 checkpoint (model.md §2.1), in
-// model order. The vision tower and the MTP head are not written.
-//
-// Shapes are [out, in]; stacked experts are [E, out, in]. Every matrix is uniform with standard
-// deviation 1/sqrt(in); the layer norms are zero-centred (applied as 1+w).
-func hfTensors(c Config) []Tensor {
-	H, V := c.HiddenSize, c.VocabSize
-	const p = "model.language_model."
-	dense := func(name string, shape ...int) Tensor {
-		return bf16Tensor(name, uniformStd(fanIn(shape[len(shape)-1])), shape...)
-	}
-	zeroCentred := func(name string, n int) Tensor { return bf16Tensor(name, around(0, normSpread), n) }
+// dims are c's sizes as the tensor table takes them.
+func (c Config) dims() tensortable.Dims {
+	return tensortable.Dims{H: c.HiddenSize, Vocab: c.VocabSize, Layers: c.NumLayers, Interval: c.FullAttentionInterval,
+		Hq: c.NumHeads, Hkv: c.NumKVHeads, D: c.HeadDim, Hk: c.LinearNumKeyHeads, Hv: c.LinearNumValueHeads,
+		Dk: c.LinearKeyHeadDim, Dv: c.LinearValueHeadDim, K: c.LinearConvKernel,
+		E: c.NumExperts, I: c.MoEIntermediate, Is: c.SharedIntermediate}
+}
 
-	ts := []Tensor{dense(p+"embed_tokens.weight", V, H)}
-	for i := range c.NumLayers {
-		l := fmt.Sprintf("%slayers.%d.", p, i)
-		ts = append(ts, zeroCentred(l+"input_layernorm.weight", H))
-		if c.IsFullAttention(i) {
-			a := l + "self_attn."
-			ts = append(ts,
-				dense(a+"q_proj.weight", 2*c.NumHeads*c.HeadDim, H), // query and output gate
-				dense(a+"k_proj.weight", c.NumKVHeads*c.HeadDim, H),
-				dense(a+"v_proj.weight", c.NumKVHeads*c.HeadDim, H),
-				dense(a+"o_proj.weight", H, c.NumHeads*c.HeadDim),
-				zeroCentred(a+"q_norm.weight", c.HeadDim),
-				zeroCentred(a+"k_norm.weight", c.HeadDim))
-		} else {
-			a := l + "linear_attn."
-			ts = append(ts,
-				dense(a+"in_proj_qkv.weight", c.ConvDim(), H),
-				dense(a+"in_proj_z.weight", c.ValueDim(), H),
-				dense(a+"in_proj_b.weight", c.LinearNumValueHeads, H),
-				dense(a+"in_proj_a.weight", c.LinearNumValueHeads, H),
-				bf16Tensor(a+"conv1d.weight", uniformStd(fanIn(c.LinearConvKernel)), c.ConvDim(), 1, c.LinearConvKernel),
-				bf16Tensor(a+"A_log", Init{Kind: InitLogUniform, Lo: aLogLo, Hi: aLogHi}, c.LinearNumValueHeads),
-				bf16Tensor(a+"dt_bias", around(0, dtBiasSpread), c.LinearNumValueHeads),
-				bf16Tensor(a+"norm.weight", around(1, normSpread), c.LinearValueHeadDim), // plain, not zero-centred
-				dense(a+"out_proj.weight", H, c.ValueDim()))
+// hfTensors lists the text-model tensors of the transformers bf16 checkpoint (model.md §2.1), in
+// model order (tensortable.Text).
+//
+// Every matrix is uniform with standard deviation 1/sqrt(in); the layer norms are zero-centred
+// (applied as 1+w); the gated norm is a plain weight near 1.
+func hfTensors(c Config) []Tensor {
+	var ts []Tensor
+	for _, t := range tensortable.Text(c.dims(), tensortable.HF) {
+		switch t.Kind {
+		case tensortable.Linear:
+			ts = append(ts, bf16Tensor(t.Name+".weight", uniformStd(fanIn(t.Shape[len(t.Shape)-1])), t.Shape...))
+		case tensortable.FusedExperts:
+			ts = append(ts, bf16Tensor(t.Name, uniformStd(fanIn(t.Shape[len(t.Shape)-1])), t.Shape...))
+		case tensortable.Norm:
+			ts = append(ts, bf16Tensor(t.Name, around(0, normSpread), t.Shape...))
+		default:
+			ts = append(ts, vectorTensor(c, t))
 		}
-		ts = append(ts, zeroCentred(l+"post_attention_layernorm.weight", H))
-		m := l + "mlp."
-		ts = append(ts,
-			dense(m+"gate.weight", c.NumExperts, H),
-			dense(m+"experts.gate_up_proj", c.NumExperts, 2*c.MoEIntermediate, H), // gate rows, then up rows
-			dense(m+"experts.down_proj", c.NumExperts, H, c.MoEIntermediate),
-			dense(m+"shared_expert.gate_proj.weight", c.SharedIntermediate, H),
-			dense(m+"shared_expert.up_proj.weight", c.SharedIntermediate, H),
-			dense(m+"shared_expert.down_proj.weight", H, c.SharedIntermediate),
-			dense(m+"shared_expert_gate.weight", 1, H))
 	}
-	return append(ts,
-		zeroCentred(p+"norm.weight", H),
-		dense("lm_head.weight", V, H))
+	return ts
 }
 
 // mlxTensors lists the tensors of the mlx-community 4-bit checkpoint (model.md §2.3), in model order.
 //
 // Every linear module (embedding and lm_head included) is affine-quantized with group size
-// c.GroupSize: 4-bit, except the router mlp.gate and mlp.shared_expert_gate at 8-bit. conv1d is
-// [C, K, 1]; the layer norms have +1 baked in (values near 1); linear_attn.norm is not shifted.
+// c.GroupSize: 4-bit, except the router mlp.gate and mlp.shared_expert_gate at 8-bit. The layer
+// norms have +1 baked in (values near 1); linear_attn.norm is not shifted.
 func mlxTensors(c Config) []Tensor {
-	H, V := c.HiddenSize, c.VocabSize
-	const p = "language_model.model."
-	quant := func(module string, bits int, shape ...int) []Tensor {
-		return quantized(module, bits, c.GroupSize, shape...)
-	}
-	q4 := func(module string, shape ...int) []Tensor { return quant(module, defaultBits, shape...) }
-	norm := func(name string, n int) Tensor { return bf16Tensor(name, around(1, normSpread), n) }
-
-	ts := q4(p+"embed_tokens", V, H)
-	for i := range c.NumLayers {
-		l := fmt.Sprintf("%slayers.%d.", p, i)
-		ts = append(ts, norm(l+"input_layernorm.weight", H))
-		if c.IsFullAttention(i) {
-			a := l + "self_attn."
-			ts = slices.Concat(ts,
-				q4(a+"q_proj", 2*c.NumHeads*c.HeadDim, H),
-				q4(a+"k_proj", c.NumKVHeads*c.HeadDim, H),
-				q4(a+"v_proj", c.NumKVHeads*c.HeadDim, H),
-				q4(a+"o_proj", H, c.NumHeads*c.HeadDim),
-				[]Tensor{norm(a+"q_norm.weight", c.HeadDim), norm(a+"k_norm.weight", c.HeadDim)})
-		} else {
-			a := l + "linear_attn."
-			ts = slices.Concat(ts,
-				q4(a+"in_proj_qkv", c.ConvDim(), H),
-				q4(a+"in_proj_z", c.ValueDim(), H),
-				q4(a+"in_proj_b", c.LinearNumValueHeads, H),
-				q4(a+"in_proj_a", c.LinearNumValueHeads, H),
-				[]Tensor{
-					bf16Tensor(a+"conv1d.weight", uniformStd(fanIn(c.LinearConvKernel)), c.ConvDim(), c.LinearConvKernel, 1),
-					bf16Tensor(a+"A_log", Init{Kind: InitLogUniform, Lo: aLogLo, Hi: aLogHi}, c.LinearNumValueHeads),
-					bf16Tensor(a+"dt_bias", around(0, dtBiasSpread), c.LinearNumValueHeads),
-					bf16Tensor(a+"norm.weight", around(1, normSpread), c.LinearValueHeadDim),
-				},
-				q4(a+"out_proj", H, c.ValueDim()))
+	var ts []Tensor
+	for _, t := range tensortable.Text(c.dims(), tensortable.MLX) {
+		switch t.Kind {
+		case tensortable.Linear:
+			bits := defaultBits
+			if t.Router {
+				bits = routerBits
+			}
+			ts = append(ts, quantized(t.Name, bits, c.GroupSize, t.Shape...)...)
+		case tensortable.Norm:
+			ts = append(ts, bf16Tensor(t.Name, around(1, normSpread), t.Shape...))
+		default:
+			ts = append(ts, vectorTensor(c, t))
 		}
-		ts = append(ts, norm(l+"post_attention_layernorm.weight", H))
-		m := l + "mlp."
-		ts = slices.Concat(ts,
-			quant(m+"gate", routerBits, c.NumExperts, H),
-			q4(m+"switch_mlp.gate_proj", c.NumExperts, c.MoEIntermediate, H),
-			q4(m+"switch_mlp.up_proj", c.NumExperts, c.MoEIntermediate, H),
-			q4(m+"switch_mlp.down_proj", c.NumExperts, H, c.MoEIntermediate),
-			q4(m+"shared_expert.gate_proj", c.SharedIntermediate, H),
-			q4(m+"shared_expert.up_proj", c.SharedIntermediate, H),
-			q4(m+"shared_expert.down_proj", H, c.SharedIntermediate),
-			quant(m+"shared_expert_gate", routerBits, 1, H))
 	}
-	ts = append(ts, norm(p+"norm.weight", H))
-	return append(ts, q4("language_model.lm_head", V, H)...)
+	return ts
+}
+
+// vectorTensor is a DeltaNet tensor stored alike in both layouts but for its shape: the conv
+// weight, A_log, dt_bias and the gated norm.
+func vectorTensor(c Config, t tensortable.Tensor) Tensor {
+	var init Init
+	switch t.Kind {
+	case tensortable.Conv:
+		init = uniformStd(fanIn(c.LinearConvKernel))
+	case tensortable.ALog:
+		init = Init{Kind: InitLogUniform, Lo: aLogLo, Hi: aLogHi}
+	case tensortable.DtBias:
+		init = around(0, dtBiasSpread)
+	default: // tensortable.GatedNorm
+		init = around(1, normSpread)
+	}
+	return bf16Tensor(t.Name, init, t.Shape...)
 }
 
 // quantized returns the weight, scales and biases of an affine-quantized matrix of logical shape
@@ -141,9 +100,10 @@ func quantized(module string, bits, groupSize int, shape ...int) []Tensor {
 // per-module overrides of config.json's quantization block.
 func routerModules(c Config) []string {
 	var m []string
-	for i := range c.NumLayers {
-		l := fmt.Sprintf("language_model.model.layers.%d.mlp.", i)
-		m = append(m, l+"gate", l+"shared_expert_gate")
+	for _, t := range tensortable.Text(c.dims(), tensortable.MLX) {
+		if t.Router {
+			m = append(m, t.Name)
+		}
 	}
 	return m
 }

@@ -5,9 +5,9 @@ package checkpointtest
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
 // Dims are the sizes of a model to synthesize (names as in model.md §1.2).
@@ -45,78 +45,40 @@ func (d Dims) ConvDim() int { return 2*d.Hk*d.Dk + d.Hv*d.Dv }
 // IsFull reports whether layer i is full attention.
 func (d Dims) IsFull(i int) bool { return (i+1)%d.Interval == 0 }
 
-// Specs lists every text-model tensor of the "hf" (bf16) or "mlx" (quantized) layout.
+// table are d's sizes as the tensor table takes them.
+func (d Dims) table() tensortable.Dims {
+	return tensortable.Dims{H: d.H, Vocab: d.Vocab, Layers: d.Layers, Interval: d.Interval, Hq: d.Hq, Hkv: d.Hkv,
+		D: d.D, Hk: d.Hk, Hv: d.Hv, Dk: d.Dk, Dv: d.Dv, K: d.K, E: d.E, I: d.I, Is: d.Is}
+}
+
+// Specs lists every text-model tensor of the "hf" (bf16) or "mlx" (quantized) layout, in model
+// order (tensortable.Text).
 func (d Dims) Specs(layout string) []Spec {
-	mlx := layout == "mlx"
+	l := tensortable.HF
+	if layout == "mlx" {
+		l = tensortable.MLX
+	}
 	var out []Spec
-	vec := func(name string, shape ...int) { out = append(out, Spec{name, safetensors.BF16, shape}) }
-	// mat adds a linear module [lead..., rows, in]: bf16 .weight for HF (or the bare name for
-	// HF fused experts), U32 weight + BF16 scales/biases for MLX.
-	mat := func(path string, bits int, bare bool, shape ...int) {
-		if !mlx {
-			name := path + ".weight"
-			if bare {
-				name = path
+	for _, t := range tensortable.Text(d.table(), l) {
+		switch {
+		case t.Kind == tensortable.FusedExperts:
+			out = append(out, Spec{t.Name, safetensors.BF16, t.Shape})
+		case t.Kind == tensortable.Linear && l == tensortable.HF:
+			out = append(out, Spec{t.Name + ".weight", safetensors.BF16, t.Shape})
+		case t.Kind == tensortable.Linear:
+			// U32 packed weight and BF16 scales and biases: [lead..., rows, in*bits/32], [..., in/GroupSize].
+			bits := d.Bits
+			if t.Router {
+				bits = d.GateBits
 			}
-			out = append(out, Spec{name, safetensors.BF16, shape})
-			return
+			n := len(t.Shape)
+			w := append(append([]int{}, t.Shape[:n-1]...), t.Shape[n-1]*bits/32)
+			g := append(append([]int{}, t.Shape[:n-1]...), t.Shape[n-1]/d.GroupSize)
+			out = append(out, Spec{t.Name + ".weight", safetensors.U32, w},
+				Spec{t.Name + ".scales", safetensors.BF16, g}, Spec{t.Name + ".biases", safetensors.BF16, g})
+		default:
+			out = append(out, Spec{t.Name, safetensors.BF16, t.Shape})
 		}
-		n := len(shape)
-		w := append(append([]int{}, shape[:n-1]...), shape[n-1]*bits/32)
-		s := append(append([]int{}, shape[:n-1]...), shape[n-1]/d.GroupSize)
-		out = append(out, Spec{path + ".weight", safetensors.U32, w},
-			Spec{path + ".scales", safetensors.BF16, s}, Spec{path + ".biases", safetensors.BF16, s})
-	}
-	p, head := "model.language_model.", "lm_head"
-	if mlx {
-		p, head = "language_model.model.", "language_model.lm_head"
-	}
-	b, gb := d.Bits, d.GateBits
-	mat(p+"embed_tokens", b, false, d.Vocab, d.H)
-	mat(head, b, false, d.Vocab, d.H)
-	vec(p+"norm.weight", d.H)
-	for i := 0; i < d.Layers; i++ {
-		l := fmt.Sprintf("%slayers.%d.", p, i)
-		vec(l+"input_layernorm.weight", d.H)
-		vec(l+"post_attention_layernorm.weight", d.H)
-		if d.IsFull(i) {
-			a := l + "self_attn."
-			mat(a+"q_proj", b, false, 2*d.Hq*d.D, d.H)
-			mat(a+"k_proj", b, false, d.Hkv*d.D, d.H)
-			mat(a+"v_proj", b, false, d.Hkv*d.D, d.H)
-			mat(a+"o_proj", b, false, d.H, d.Hq*d.D)
-			vec(a+"q_norm.weight", d.D)
-			vec(a+"k_norm.weight", d.D)
-		} else {
-			g := l + "linear_attn."
-			mat(g+"in_proj_qkv", b, false, d.ConvDim(), d.H)
-			mat(g+"in_proj_z", b, false, d.Hv*d.Dv, d.H)
-			mat(g+"in_proj_b", b, false, d.Hv, d.H)
-			mat(g+"in_proj_a", b, false, d.Hv, d.H)
-			mat(g+"out_proj", b, false, d.H, d.Hv*d.Dv)
-			if mlx {
-				vec(g+"conv1d.weight", d.ConvDim(), d.K, 1)
-			} else {
-				vec(g+"conv1d.weight", d.ConvDim(), 1, d.K)
-			}
-			vec(g+"A_log", d.Hv)
-			vec(g+"dt_bias", d.Hv)
-			vec(g+"norm.weight", d.Dv)
-		}
-		m := l + "mlp."
-		mat(m+"gate", gb, false, d.E, d.H)
-		if mlx {
-			mat(m+"switch_mlp.gate_proj", b, false, d.E, d.I, d.H)
-			mat(m+"switch_mlp.up_proj", b, false, d.E, d.I, d.H)
-			mat(m+"switch_mlp.down_proj", b, false, d.E, d.H, d.I)
-		} else {
-			mat(m+"experts.gate_up_proj", b, true, d.E, 2*d.I, d.H)
-			mat(m+"experts.down_proj", b, true, d.E, d.H, d.I)
-		}
-		mat(m+"shared_expert.gate_proj", b, false, d.Is, d.H)
-		mat(m+"shared_expert.up_proj", b, false, d.Is, d.H)
-		mat(m+"shared_expert.down_proj", b, false, d.H, d.Is)
-		mat(m+"shared_expert_gate", gb, false, 1, d.H)
 	}
 	return out
 }
@@ -149,9 +111,9 @@ func (d Dims) ConfigJSON(layout string) []byte {
 		"model_type": "qwen3_5_moe", "tie_word_embeddings": false, "text_config": text}
 	if layout == "mlx" {
 		q := map[string]any{"group_size": d.GroupSize, "bits": d.Bits, "mode": "affine"}
-		for i := 0; i < d.Layers; i++ {
-			for _, m := range []string{"mlp.gate", "mlp.shared_expert_gate"} {
-				q[fmt.Sprintf("language_model.model.layers.%d.%s", i, m)] = map[string]int{"group_size": d.GroupSize, "bits": d.GateBits}
+		for _, t := range tensortable.Text(d.table(), tensortable.MLX) {
+			if t.Router {
+				q[t.Name] = map[string]int{"group_size": d.GroupSize, "bits": d.GateBits}
 			}
 		}
 		top["quantization"], top["quantization_config"] = q, q

@@ -35,8 +35,8 @@ type Backend struct {
 	// NoSnapshot makes Snapshot fail, as a backend without prompt caching would.
 	NoSnapshot bool
 
-	// Counters for tests.
-	PrefillCalls, PrefilledTokens, Decodes atomic.Int64
+	// Counters for tests. FullSteps counts the steps asked for the full logits.
+	PrefillCalls, PrefilledTokens, Decodes, FullSteps atomic.Int64
 	// Snapshots counts snapshots taken; Released those released (a second Release of one is not
 	// counted).
 	Snapshots, Released atomic.Int64
@@ -103,14 +103,17 @@ func (s *session) target(pos int) int32 {
 	return s.b.Next(s.toks[pos], pos)
 }
 
-func (s *session) Prefill(ctx context.Context, tokens []int32, each func(int, []float32) error) ([]float32, error) {
+func (s *session) Prefill(ctx context.Context, tokens []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
 	if len(tokens) == 0 {
-		return nil, errors.New("enginetest: empty prefill")
+		return engine.StepResult{}, errors.New("enginetest: empty prefill")
 	}
 	if len(s.toks)+len(tokens) > s.b.Context {
-		return nil, errors.New("enginetest: context full")
+		return engine.StepResult{}, errors.New("enginetest: context full")
 	}
 	s.b.PrefillCalls.Add(1)
+	if o.Full {
+		s.b.FullSteps.Add(1)
+	}
 	s.b.PrefilledTokens.Add(int64(len(tokens)))
 	base := len(s.toks)
 	s.toks = append(s.toks, tokens...)
@@ -125,27 +128,30 @@ func (s *session) Prefill(ctx context.Context, tokens []int32, each func(int, []
 		}
 		if err := ctx.Err(); err != nil {
 			s.toks = s.toks[:base]
-			return nil, err
+			return engine.StepResult{}, err
 		}
 		if each != nil {
 			if err := each(i, s.b.Logits(s.target(base+i))); err != nil {
-				return nil, err
+				return engine.StepResult{}, err
 			}
 		}
 	}
-	return s.b.Logits(s.target(len(s.toks) - 1)), nil
+	return engine.NewStepResult(s.b.Logits(s.target(len(s.toks)-1)), o), nil
 }
 
-func (s *session) Decode(ctx context.Context, token int32) ([]float32, error) {
+func (s *session) Decode(ctx context.Context, token int32, o engine.StepOptions) (engine.StepResult, error) {
 	if len(s.toks) >= s.b.Context {
-		return nil, errors.New("enginetest: context full")
+		return engine.StepResult{}, errors.New("enginetest: context full")
 	}
 	s.b.Decodes.Add(1)
+	if o.Full {
+		s.b.FullSteps.Add(1)
+	}
 	if s.b.DecodeDelay > 0 {
 		time.Sleep(s.b.DecodeDelay)
 	}
 	s.toks = append(s.toks, token)
-	return s.b.Logits(s.target(len(s.toks) - 1)), nil
+	return engine.NewStepResult(s.b.Logits(s.target(len(s.toks)-1)), o), nil
 }
 
 func (s *session) Snapshot() (engine.Snapshot, error) {
