@@ -14,9 +14,9 @@ import (
 )
 
 // metalLogitTol bounds |metal − ref| per logit relative to the logits' spread: the KV cache holds
-// keys and values in fp16 (2^-11 relative rounding; a bf16 cache exceeds this budget on the
-// fixtures), the activations are float32 summed in the kernels' own orders.
-const metalLogitTol = 1e-4
+// keys and values in fp16 (2^-11 relative rounding, measured up to 1.2e-4 here; a bf16 cache
+// reaches 2.5e-3), the activations are float32 summed in the kernels' own orders.
+const metalLogitTol = 5e-4
 
 // Budgets of issue 6, the same as fast's: teacher-forced top-1 agreement and relative perplexity.
 const (
