@@ -48,7 +48,8 @@ FUZZ := ./internal/safetensors:FuzzParseHeader ./internal/checkpoint:FuzzParseHe
 	./internal/tokenizer:FuzzStream ./internal/chat:FuzzRender ./internal/chat:FuzzParserSplit \
 	./internal/server:FuzzDecodeChatRequest ./internal/server:FuzzDecodeCompletionRequest \
 	./internal/safetensors:FuzzParseSmaps ./internal/server:FuzzDecodeResponsesRequest \
-	./internal/server:FuzzDecodeMessagesRequest ./internal/grammar:FuzzFromSchema ./internal/trace:FuzzParse
+	./internal/server:FuzzDecodeMessagesRequest ./internal/grammar:FuzzFromSchema \
+	./internal/tokenizer:FuzzMergeMatchesOracle ./internal/trace:FuzzParse
 
 # Every parser's fuzzer for FUZZTIME each (minimization capped so a run ends on time).
 fuzz:

@@ -41,13 +41,15 @@ func BenchmarkLongWord(b *testing.B) {
 			name string
 			word string
 		}{{"a", strings.Repeat("a", size.n)}, {"letters", randomLetters(size.n)}} {
-			b.Run(size.name+"/"+kind.name+"/old", func(b *testing.B) {
-				b.SetBytes(int64(size.n))
-				b.ReportAllocs()
-				for b.Loop() {
-					tk.bpe.oracleMerge(nil, kind.word)
-				}
-			})
+			if size.n <= 1<<20 { // the old merge takes ~30 s on an 8 MiB word: compared up to 1 MiB
+				b.Run(size.name+"/"+kind.name+"/old", func(b *testing.B) {
+					b.SetBytes(int64(size.n))
+					b.ReportAllocs()
+					for b.Loop() {
+						tk.bpe.oracleMerge(nil, kind.word)
+					}
+				})
+			}
 			b.Run(size.name+"/"+kind.name+"/new", func(b *testing.B) {
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
