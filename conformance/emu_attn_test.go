@@ -55,7 +55,7 @@ func testAttnPrep(t *testing.T, k kern) {
 		kc, vc := randVec(rng, rows*s.hkv*s.d, 1), randVec(rng, rows*s.hkv*s.d, 1)
 		bufs := map[int][]byte{0: flat(q2), 1: flat(kk), 2: flat(v), 3: f32(qn), 4: f32(kn),
 			5: f32(ropeTable(c.pos0, T, s.rot, 1e7)), 6: zeros(T * s.hq * s.d), 7: zeros(T * s.hq * s.d),
-			8: f32(kc), 9: f32(vc), 10: attnDims(s, c.pos0, T, c.pos0+T, 1)}
+			8: f16(kc), 9: f16(vc), 10: attnDims(s, c.pos0, T, c.pos0+T, 1)}
 		k.run("attn_prep", [3]int{s.hq + s.hkv, T, 1}, [3]int{32, 1, 1}, bufs)
 		var wantQ, wantG []float32
 		for tok := 0; tok < T; tok++ {
@@ -72,8 +72,8 @@ func testAttnPrep(t *testing.T, k kern) {
 		}
 		near(t, "attn_prep q", unf32(bufs[6]), wantQ, attnTol)
 		near(t, "attn_prep gate", unf32(bufs[7]), wantG, 0)
-		near(t, "attn_prep k cache", unf32(bufs[8]), kc, attnTol)
-		near(t, "attn_prep v cache", unf32(bufs[9]), vc, 0)
+		near(t, "attn_prep k cache", unf16(bufs[8]), roundF16(kc), attnTol+kvF16Ulp)
+		near(t, "attn_prep v cache", unf16(bufs[9]), roundF16(vc), 0)
 	}
 }
 
@@ -116,8 +116,8 @@ func testAttnDecode(t *testing.T, k kern) {
 	}{{attnShape{4, 2, 64, 16}, 1, 4}, {attnShape{4, 2, 64, 16}, 37, 8}, {attnShape{2, 1, 256, 64}, 40, 16}} {
 		s := c.s
 		q, gate := randVec(rng, s.hq*s.d, 0.5), randVec(rng, s.hq*s.d, 1)
-		kc, vc := randVec(rng, c.n*s.hkv*s.d, 1), randVec(rng, c.n*s.hkv*s.d, 1)
-		got := decodeAttend(k, s, f32(q), f32(gate), f32(kc), f32(vc), c.n, c.split)
+		kc, vc := roundF16(randVec(rng, c.n*s.hkv*s.d, 1)), roundF16(randVec(rng, c.n*s.hkv*s.d, 1))
+		got := decodeAttend(k, s, f32(q), f32(gate), f16(kc), f16(vc), c.n, c.split)
 		near(t, "attn_decode", got, refAttend(s, q, gate, kc, vc, c.n), attnTol)
 	}
 }
@@ -128,9 +128,9 @@ func testAttnPrefill(t *testing.T, k kern) {
 	for _, c := range []struct{ pos0, T int }{{0, 1}, {3, 9}} {
 		n := c.pos0 + c.T
 		q, gate := randVec(rng, c.T*s.hq*s.d, 0.5), randVec(rng, c.T*s.hq*s.d, 1)
-		kc, vc := randVec(rng, n*s.hkv*s.d, 1), randVec(rng, n*s.hkv*s.d, 1)
+		kc, vc := roundF16(randVec(rng, n*s.hkv*s.d, 1)), roundF16(randVec(rng, n*s.hkv*s.d, 1))
 		out := zeros(c.T * s.hq * s.d)
-		k.run("attn_prefill", [3]int{s.hq, c.T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: f32(q), 1: f32(kc), 2: f32(vc),
+		k.run("attn_prefill", [3]int{s.hq, c.T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: f32(q), 1: f16(kc), 2: f16(vc),
 			3: f32(gate), 4: out, 5: attnDims(s, c.pos0, c.T, n, 1)})
 		var want []float32
 		w := s.hq * s.d
@@ -142,7 +142,7 @@ func testAttnPrefill(t *testing.T, k kern) {
 }
 
 // attnSetup is a small attention layer with a KV cache already holding prefix positions (filled
-// by ref), and the same cache as kernel buffers of capacity rows.
+// by ref), and the same cache as kernel buffers of capacity rows (fp16, as the engine keeps it).
 type attnSetup struct {
 	cfg    *checkpoint.Config
 	w      *checkpoint.Attention
@@ -159,14 +159,15 @@ func newAttnSetup(t *testing.T, rng *rand.Rand, bits, prefix, capacity int) *att
 		t.Fatal(err)
 	}
 	row := a.s.hkv * a.s.d
-	a.kc, a.vc = zeros(capacity*row), zeros(capacity*row)
-	copy(a.kc, flat(a.cache.K))
-	copy(a.vc, flat(a.cache.V))
+	a.kc, a.vc = make([]byte, 2*capacity*row), make([]byte, 2*capacity*row)
+	copy(a.kc, f16Rows(a.cache.K))
+	copy(a.vc, f16Rows(a.cache.V))
 	return a
 }
 
 // testAttentionDecodeLayer: qmv q/k/v + attn_prep + attn_decode_split/combine + qmv_add o_proj
-// vs ref.GatedAttention, for consecutive decode steps over a context of several splits.
+// vs ref.GatedAttention (a float32 cache), for consecutive decode steps over a context of several
+// splits; the fp16 cache adds kvF16Tol.
 func testAttentionDecodeLayer(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(24, 1))
 	for _, bits := range []int{4, 8} {
@@ -193,7 +194,7 @@ func testAttentionDecodeLayer(t *testing.T, k kern) {
 			for i := range want[0] {
 				want[0][i] += h0[i]
 			}
-			near(t, "attention decode layer", unf32(y), want[0], attnLayerTol)
+			near(t, "attention decode layer", unf32(y), want[0], attnLayerTol+kvF16Tol)
 		}
 	}
 }
@@ -226,8 +227,8 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 				want[i][j] += h0[i][j]
 			}
 		}
-		nearRows(t, "attention prefill layer", rowsOf(y, h), want, attnLayerTol)
-		near(t, "attention prefill k cache", unf32(a.kc), unf32(flat(a.cache.K)), attnTol)
+		nearRows(t, "attention prefill layer", rowsOf(y, h), want, attnLayerTol+kvF16Tol)
+		near(t, "attention prefill k cache", unf16(a.kc), roundF16(unf32(flat(a.cache.K))), attnTol+kvF16Ulp)
 	}
 }
 

@@ -30,6 +30,7 @@ func TestEmuKernels(t *testing.T) {
 		{"router_topk", testRouterTopK, []string{"router_topk"}},
 		{"router_topk/nan", testRouterNaN, nil},
 		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter"}},
+		{"abi_probe", testABIProbe, []string{"abi_probe"}},
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
 		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
 		{"attn_prefill", testAttnPrefill, []string{"attn_prefill"}},

@@ -39,7 +39,9 @@ func TestFastBackend(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			open := func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error) {
-				return fast.Open(w, fast.Options{MaxContext: maxCtx, Threads: 2, Portable: portable})
+				// The float32 cache: this suite holds the kernels to fastLogitTol; the fp16 cache
+				// has its own budget (TestFastF16KVCache).
+				return fast.Open(w, fast.Options{MaxContext: maxCtx, Threads: 2, Portable: portable, KVCacheF32: true})
 			}
 			checkBackend(t, name, open, backendBudget{logit: fastLogitTol, top1: fastMinTop1, dPPL: fastMaxDeltaPPL})
 		})
