@@ -112,25 +112,13 @@ func EncodeHeaderWith(tensors []TensorSpec, metadata map[string]string, o Header
 		b.WriteString(`"__metadata__":`)
 		b.Write(m)
 	}
-	seen := make(map[string]bool, len(tensors))
-	sizes = make([]int64, len(tensors))
+	sizes, err = tensorSizes(tensors)
+	if err != nil {
+		return nil, nil, err
+	}
 	var off int64
 	for i, t := range tensors {
-		if t.Name == "" || t.Name == "__metadata__" {
-			return nil, nil, fmt.Errorf("tensor %d: invalid name %q", i, t.Name)
-		}
-		if seen[t.Name] {
-			return nil, nil, fmt.Errorf("tensor %q declared twice", t.Name)
-		}
-		seen[t.Name] = true
-		n := t.Bytes()
-		if n < 0 {
-			return nil, nil, fmt.Errorf("tensor %q: invalid dtype %v or shape %v", t.Name, t.DType, t.Shape)
-		}
-		if off > math.MaxInt64-n {
-			return nil, nil, fmt.Errorf("tensor %q: data size overflows", t.Name)
-		}
-		sizes[i] = n
+		n := sizes[i]
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
@@ -159,6 +147,33 @@ func EncodeHeaderWith(tensors []TensorSpec, metadata map[string]string, o Header
 	header = make([]byte, 8, 8+b.Len())
 	binary.LittleEndian.PutUint64(header, uint64(b.Len()))
 	return append(header, b.Bytes()...), sizes, nil
+}
+
+// tensorSizes checks a header's tensor list — names non-empty, not "__metadata__" and unique;
+// dtypes and shapes valid; the total size within int64 — and returns each tensor's data size.
+func tensorSizes(tensors []TensorSpec) ([]int64, error) {
+	seen := make(map[string]bool, len(tensors))
+	sizes := make([]int64, len(tensors))
+	var off int64
+	for i, t := range tensors {
+		if t.Name == "" || t.Name == "__metadata__" {
+			return nil, fmt.Errorf("tensor %d: invalid name %q", i, t.Name)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("tensor %q declared twice", t.Name)
+		}
+		seen[t.Name] = true
+		n := t.Bytes()
+		if n < 0 {
+			return nil, fmt.Errorf("tensor %q: invalid dtype %v or shape %v", t.Name, t.DType, t.Shape)
+		}
+		if off > math.MaxInt64-n {
+			return nil, fmt.Errorf("tensor %q: data size overflows", t.Name)
+		}
+		sizes[i] = n
+		off += n
+	}
+	return sizes, nil
 }
 
 // WriteTensor streams the data of the next declared tensor, which must be called name: fill is

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 )
@@ -18,28 +17,15 @@ func encodeUnpadded(tensors []TensorSpec, metadata map[string]string) (header []
 		spec     TensorSpec
 		from, to int64
 	}
+	sizes, err = tensorSizes(tensors)
+	if err != nil {
+		return nil, nil, err
+	}
 	entries := make([]entry, len(tensors))
-	seen := make(map[string]bool, len(tensors))
-	sizes = make([]int64, len(tensors))
 	var off int64
 	for i, t := range tensors {
-		if t.Name == "" || t.Name == "__metadata__" {
-			return nil, nil, fmt.Errorf("tensor %d: invalid name %q", i, t.Name)
-		}
-		if seen[t.Name] {
-			return nil, nil, fmt.Errorf("tensor %q declared twice", t.Name)
-		}
-		seen[t.Name] = true
-		n := t.Bytes()
-		if n < 0 {
-			return nil, nil, fmt.Errorf("tensor %q: invalid dtype %v or shape %v", t.Name, t.DType, t.Shape)
-		}
-		if off > math.MaxInt64-n {
-			return nil, nil, fmt.Errorf("tensor %q: data size overflows", t.Name)
-		}
-		sizes[i] = n
-		entries[i] = entry{t.Name, t, off, off + n}
-		off += n
+		entries[i] = entry{t.Name, t, off, off + sizes[i]}
+		off += sizes[i]
 	}
 	sort.Slice(entries, func(a, b int) bool { return entries[a].name < entries[b].name })
 	var b bytes.Buffer
