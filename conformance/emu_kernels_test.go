@@ -11,7 +11,7 @@ import (
 
 // TestEmuKernels runs every Metal kernel in the CPU emulator (metal/emu) against its ref
 // counterpart: single kernels on seeded random shapes, and whole layers composed of kernels
-// ("layer/…", in emu_attn_test.go, emu_gdn_test.go and emu_moe_test.go) on a small random model
+// ("layer/…", in emu_attn_test.go, emu_deltanet_test.go and emu_moe_test.go) on a small random model
 // (emu_model_test.go). One emulator build serves every subtest; every kernel must have one.
 func TestEmuKernels(t *testing.T) {
 	e := buildEmu(t)
@@ -34,10 +34,10 @@ func TestEmuKernels(t *testing.T) {
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
 		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
 		{"attn_prefill", testAttnPrefill, []string{"attn_prefill"}},
-		{"gdn_scan", testGDNScan, []string{"gdn_scan"}},
+		{"deltanet_scan", testDeltaNetScan, []string{"deltanet_scan"}},
 		{"layer/attention_decode", testAttentionDecodeLayer, nil},
 		{"layer/attention_prefill", testAttentionPrefillLayer, nil},
-		{"layer/gdn", testGDNLayer, nil},
+		{"layer/deltanet", testDeltaNetLayer, nil},
 		{"layer/moe_decode", testMoEDecodeLayer, []string{"moe_gate_up", "moe_down"}},
 		{"layer/moe_prefill", testMoEPrefillLayer, []string{"moe_gemm_gate_up", "moe_gemm_down", "moe_combine"}},
 	}

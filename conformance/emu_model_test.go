@@ -40,9 +40,9 @@ func smallAttention(t *testing.T, rng *rand.Rand, c *checkpoint.Config, bits int
 	}
 }
 
-func smallGDN(t *testing.T, rng *rand.Rand, c *checkpoint.Config, bits int) *checkpoint.GDN {
+func smallDeltaNet(t *testing.T, rng *rand.Rand, c *checkpoint.Config, bits int) *checkpoint.DeltaNet {
 	h, hv := c.HiddenSize, c.LinearNumValueHeads
-	return &checkpoint.GDN{
+	return &checkpoint.DeltaNet{
 		QKV: qmat(t, rng, "qkv", 0, c.ConvDim(), h, bits), Z: qmat(t, rng, "z", 0, c.ValueDim(), h, bits),
 		B: qmat(t, rng, "b", 0, hv, h, bits), A: qmat(t, rng, "a", 0, hv, h, bits),
 		Out:  qmat(t, rng, "out", 0, h, c.ValueDim(), bits),

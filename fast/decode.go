@@ -11,9 +11,9 @@ import (
 // decodeBufs are the decode plan's fixed buffers, allocated once per session.
 type decodeBufs struct {
 	h, a, r         []float32 // [H] residual, normed input, mixer/MoE output
-	qkv, u, z, o, y []float32 // GDN: [C] pre-conv, [C] post-conv, [Hv*Dv] gate, core out, normed out
-	acc             []float32 // GDN: [Hv*(Dk+Dv)] the step's scratch: decayed k and delta per head
-	bb, aa, g, beta []float32 // GDN: [Hv]
+	qkv, u, z, o, y []float32 // DeltaNet: [C] pre-conv, [C] post-conv, [Hv*Dv] gate, core out, normed out
+	acc             []float32 // DeltaNet: [Hv*(Dk+Dv)] the step's scratch: decayed k and delta per head
+	bb, aa, g, beta []float32 // DeltaNet: [Hv]
 	q2, kk, vv      []float32 // attention: [Hq*2D], [Hkv*D], [Hkv*D]
 	qh, gate, ao    []float32 // attention: [Hq*D] query (scaled), gate, output
 	part            []float32 // attention split partials: [Hq, splits, D+2]
@@ -39,7 +39,7 @@ type vecJob struct {
 
 func newDecodeBufs(m *Model) *decodeBufs {
 	c := m.cfg
-	d := m.gdn
+	d := m.deltanet
 	f := func(n int) []float32 { return make([]float32, n) }
 	b := &decodeBufs{
 		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
@@ -163,7 +163,7 @@ func (s *Session) decodeStep(ctx context.Context) error {
 		}
 		rmsNorm(b.h, l.inNorm, b.a, m.eps())
 		if l.kind == checkpoint.LinearAttention {
-			s.gdnDecode(li, l)
+			s.deltanetDecode(li, l)
 		} else {
 			s.attnDecode(li, l)
 		}
@@ -183,9 +183,9 @@ func (s *Session) decodeStep(ctx context.Context) error {
 	return nil
 }
 
-// gdnDecode: b.r = GDN(b.a) for one token, updating the conv and recurrent state.
-func (s *Session) gdnDecode(li int, l *layer) {
-	m, b, d := s.m, s.dec, &s.m.gdn
+// deltanetDecode: b.r = DeltaNet(b.a) for one token, updating the conv and recurrent state.
+func (s *Session) deltanetDecode(li int, l *layer) {
+	m, b, d := s.m, s.dec, &s.m.deltanet
 	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
 	s.cur = li
 	m.run.Run(d.c, s.tasks.conv)
@@ -211,11 +211,11 @@ func (s *Session) newDecodeTasks() decodeTasks {
 	return decodeTasks{
 		conv: func(lo, hi int) {
 			l := &s.m.layers[s.cur]
-			convStep(s.m.ops, &s.m.gdn, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+			convStep(s.m.ops, &s.m.deltanet, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
 		},
 		heads: func(lo, hi int) {
-			d, b, l := &s.m.gdn, s.dec, &s.m.layers[s.cur]
-			gdnStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
+			d, b, l := &s.m.deltanet, s.dec, &s.m.layers[s.cur]
+			deltanetStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
 			for h := lo; h < hi; h++ {
 				gatedNorm(s.m.ops, b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
 			}
@@ -226,7 +226,7 @@ func (s *Session) newDecodeTasks() decodeTasks {
 
 // normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
 // u: [C] with q heads then k heads first.
-func normQK(d *gdnDims, u []float32, s float32) {
+func normQK(d *deltanetDims, u []float32, s float32) {
 	for h := 0; h < 2*d.hk; h++ {
 		sc := float32(1)
 		if h < d.hk {

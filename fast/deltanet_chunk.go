@@ -5,8 +5,8 @@ import "math"
 // chunk is the DeltaNet prefill chunk length (model.md §4.3 step 8).
 const chunk = 64
 
-// gdnScratch is one value head's working memory for the chunked delta rule.
-type gdnScratch struct {
+// deltanetScratch is one value head's working memory for the chunked delta rule.
+type deltanetScratch struct {
 	gam    [chunk]float32 // Γ_i: cumulative log-decay inside the chunk
 	c      [chunk]float32 // one row of coefficients −A_ij
 	u, w   []float32      // U: [chunk, Dv], W: [chunk, Dk]
@@ -17,22 +17,22 @@ type gdnScratch struct {
 	kt     []float32      // [Dk, n] e^{Γ_last-Γ_j} k_j, transposed
 }
 
-func newGDNScratch(dk, dv int) *gdnScratch {
-	return &gdnScratch{u: make([]float32, chunk*dv), w: make([]float32, chunk*dk),
+func newDeltaNetScratch(dk, dv int) *deltanetScratch {
+	return &deltanetScratch{u: make([]float32, chunk*dv), w: make([]float32, chunk*dk),
 		qg: make([]float32, chunk*dk), kg: make([]float32, chunk*dk), nw: make([]float32, chunk*dk),
 		cc: make([]float32, chunk*chunk), ob: make([]float32, chunk*dv), kt: make([]float32, dk*chunk)}
 }
 
-// gdnChunked runs the gated delta rule over T tokens for value heads [lo, hi) in the chunked
-// form (mathematically equal to gdnStep applied T times, see model.md §4.3 step 8).
+// deltanetChunked runs the gated delta rule over T tokens for value heads [lo, hi) in the chunked
+// form (mathematically equal to deltanetStep applied T times, see model.md §4.3 step 8).
 // qk: [T, 2*Hk*Dk] normalised q then k per token (row stride qkStride); v: [T, *] value rows with
 // head h at v[t*vStride + h*Dv]; g, beta: [T, Hv]; state: [Hv, Dk, Dv]; out: [T, Hv*Dv].
 //
 // Everything but the forward substitution is a small matrix product on the attention tiles
 // (scoreTile: K·Kᵀ and Q·Kᵀ; accumTile: W·S, Q·S, the causal scores times Vn, and the state
 // update); the substitution is row by row, as it must be.
-func gdnChunked(ops vecOps, d *gdnDims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
-	scr []*gdnScratch, lo, hi int) {
+func deltanetChunked(ops vecOps, d *deltanetDims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
+	scr []*deltanetScratch, lo, hi int) {
 	dk, dv, hv := d.dk, d.dv, d.hv
 	rep := hv / d.hk
 	kOff := d.hk * dk

@@ -15,7 +15,7 @@ const chunkVsStepTol = 2e-4
 // It runs on the portable kernels with small heads, and on the SIMD kernels with heads of 32 (the SIMD
 // tiles' shapes) under both mild decays and strong ones (up to −8 per token: a chunk's e^{Γ}
 // reaches far below float32's normal range, the case flushTiny zeroes).
-func TestGDNChunkedEqualsRecurrent(t *testing.T) {
+func TestDeltaNetChunkedEqualsRecurrent(t *testing.T) {
 	pool := cpu.NewPool(1)
 	defer pool.Close()
 	portable := vecOps{cpu.NewPortable(pool)} // the recurrent oracle's loops
@@ -30,7 +30,7 @@ func TestGDNChunkedEqualsRecurrent(t *testing.T) {
 
 func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, decay float64) {
 	for _, T := range []int{1, 5, 63, 64, 65, 130} {
-		d := &gdnDims{hk: 2, hv: 4, dk: dk, dv: dv, k: 4, eps: 1e-6}
+		d := &deltanetDims{hk: 2, hv: 4, dk: dk, dv: dv, k: 4, eps: 1e-6}
 		rng := rand.New(rand.NewPCG(uint64(T), 1))
 		qkW := 2 * d.hk * d.dk
 		qk := make([]float32, T*qkW)
@@ -66,14 +66,14 @@ func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, deca
 		o1 := make([]float32, T*d.hv*d.dv)
 		o2 := make([]float32, T*d.hv*d.dv)
 		for i := 0; i < T; i++ {
-			gdnStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
+			deltanetStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
 				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*(d.dk+d.dv)), 0, d.hv)
 		}
-		scr := make([]*gdnScratch, d.hv)
+		scr := make([]*deltanetScratch, d.hv)
 		for h := range scr {
-			scr[h] = newGDNScratch(d.dk, d.dv)
+			scr[h] = newDeltaNetScratch(d.dk, d.dv)
 		}
-		gdnChunked(ops, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
+		deltanetChunked(ops, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
 			t.Fatalf("dk %d decay %g T=%d: outputs differ by %g", dk, decay, T, e)
 		}

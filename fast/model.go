@@ -28,7 +28,7 @@ type Model struct {
 	final  []float32
 	layers []layer
 	inv    []float64 // RoPE inverse frequencies
-	gdn    gdnDims
+	deltanet    deltanetDims
 	maxCtx int
 	ops    vecOps // dot and axpy of the plans' inner loops
 	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
@@ -38,7 +38,7 @@ type Model struct {
 type layer struct {
 	kind              checkpoint.LayerKind
 	inNorm, postNorm  []float32
-	qkv, z, b, a, out *mat // GDN
+	qkv, z, b, a, out *mat // DeltaNet
 	conv              []float32
 	aLog, dtBias, gn  []float32
 	q, k, v, o        *mat // attention
@@ -105,10 +105,10 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 	}
 	m := &Model{cfg: c, run: k.Pool(), k: k, ops: vecOps{k}, int16: o.Int16Activations, kv32: o.KVCacheF32, final: w.FinalNorm, maxCtx: maxCtx,
 		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta),
-		gdn: gdnDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
+		deltanet: deltanetDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
 			dv: c.LinearValueHeadDim, k: c.LinearConvKernel, c: c.ConvDim(), eps: 1e-6}}
-	if m.gdn.dv > 256 || c.HeadDim > 512 {
-		return nil, fmt.Errorf("fast: head dims %d/%d exceed the kernels' limits", m.gdn.dv, c.HeadDim)
+	if m.deltanet.dv > 256 || c.HeadDim > 512 {
+		return nil, fmt.Errorf("fast: head dims %d/%d exceed the kernels' limits", m.deltanet.dv, c.HeadDim)
 	}
 	var err error
 	one := func(x *checkpoint.Matrix) *mat {
@@ -131,7 +131,7 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 	for i := range w.Layers {
 		wl := &w.Layers[i]
 		l := layer{kind: wl.Kind, inNorm: wl.InputNorm, postNorm: wl.PostNorm}
-		if g := wl.GDN; g != nil {
+		if g := wl.DeltaNet; g != nil {
 			l.qkv, l.z, l.b, l.a, l.out = one(&g.QKV), one(&g.Z), one(&g.B), one(&g.A), one(&g.Out)
 			l.conv, l.aLog, l.dtBias, l.gn = g.Conv, g.ALog, g.DtBias, g.Norm
 		}
@@ -171,7 +171,7 @@ func (m *Model) embedRow(id int32, h []float32) error {
 }
 
 // qkScale is Dk^-1/2, applied to q after its L2 norm.
-func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.gdn.dk))) }
+func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.deltanet.dk))) }
 
 // KVElementBytes is the size of one cached K or V element: 2 (fp16), or 4 with Options.KVCacheF32.
 func (m *Model) KVElementBytes() int {

@@ -18,7 +18,7 @@ func rmsNorm(x, w, out []float32, eps float64) {
 	}
 }
 
-// gatedNorm is the GDN output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
+// gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
 // o, z, y: [Dv]; w: [Dv].
 func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {
 	var ss float64
@@ -93,7 +93,7 @@ func route(logits []float32, ids []int, w []float32) {
 }
 
 // vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in the delta rule and the MoE
-// combine; the block helpers of attention and the chunked delta rule; SiLU in the GDN conv and
+// combine; the block helpers of attention and the chunked delta rule; SiLU in the DeltaNet conv and
 // output gate and the SwiGLU) on the fast/cpu kernels.
 type vecOps struct{ k *cpu.Kernels }
 

@@ -99,7 +99,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		}
 		normRows(x, l.inNorm, a, t, hs, m.eps())
 		if l.kind == checkpoint.LinearAttention {
-			s.gdnPrefill(li, l, a, t, r)
+			s.deltanetPrefill(li, l, a, t, r)
 		} else {
 			s.attnPrefill(li, l, a, t, r)
 		}
@@ -142,9 +142,9 @@ func addInto(x, r []float32) {
 	}
 }
 
-// gdnPrefill: r = GDN(a) for t tokens. a, r: [t, H].
-func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) {
-	m, d := s.m, &s.m.gdn
+// deltanetPrefill: r = DeltaNet(a) for t tokens. a, r: [t, H].
+func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
+	m, d := s.m, &s.m.deltanet
 	vd := d.hv * d.dv
 	qkv := make([]float32, t*d.c)
 	z := make([]float32, t*vd)
@@ -166,7 +166,7 @@ func (s *Session) gdnPrefill(li int, l *layer, a []float32, t int, r []float32) 
 	y := make([]float32, t*vd)
 	ssm := s.ssm[li]
 	m.run.Run(d.hv, func(lo, hi int) {
-		gdnChunked(m.ops, d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
+		deltanetChunked(m.ops, d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
 				at := i*vd + h*d.dv

@@ -11,16 +11,16 @@ import (
 	"github.com/lily-engine/lily/internal/trace"
 )
 
-// Session is one sequence's state: conv and recurrent state per GDN layer, KV cache per attention
+// Session is one sequence's state: conv and recurrent state per DeltaNet layer, KV cache per attention
 // layer, the position, and the decode plan's buffers. One goroutine uses it at a time.
 type Session struct {
 	m    *Model
 	pos  int
-	conv [][]float32 // per layer (GDN only): [(K-1)*C], oldest row first
-	ssm  [][]float32 // per layer (GDN only): [Hv, Dk, Dv]
+	conv [][]float32 // per layer (DeltaNet only): [(K-1)*C], oldest row first
+	ssm  [][]float32 // per layer (DeltaNet only): [Hv, Dk, Dv]
 	kv   []*kvCache  // per layer (attention only)
 	dec  *decodeBufs
-	scr  []*gdnScratch
+	scr  []*deltanetScratch
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
@@ -39,7 +39,7 @@ func (m *Model) newSession() *Session {
 	n := len(m.layers)
 	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
 	s.kv = make([]*kvCache, n)
-	d := m.gdn
+	d := m.deltanet
 	for i, l := range m.layers {
 		if l.kind == checkpoint.LinearAttention {
 			s.conv[i] = make([]float32, (d.k-1)*d.c)
@@ -50,9 +50,9 @@ func (m *Model) newSession() *Session {
 	}
 	s.dec = newDecodeBufs(m)
 	s.tasks = s.newDecodeTasks()
-	s.scr = make([]*gdnScratch, d.hv)
+	s.scr = make([]*deltanetScratch, d.hv)
 	for h := range s.scr {
-		s.scr[h] = newGDNScratch(d.dk, d.dv)
+		s.scr[h] = newDeltaNetScratch(d.dk, d.dv)
 	}
 	return s
 }

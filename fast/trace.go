@@ -43,7 +43,7 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 	rmsNorm(b.h, l.inNorm, b.a, m.eps())
 	o.Rows(trace.At(li, trace.InputNorm), pos, 1, b.a)
 	if l.kind == checkpoint.LinearAttention {
-		s.gdnDecode(li, l)
+		s.deltanetDecode(li, l)
 	} else {
 		s.attnDecode(li, l)
 	}
@@ -70,7 +70,7 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 	normRows(x, l.inNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.InputNorm), pos, t, a)
 	if l.kind == checkpoint.LinearAttention {
-		s.gdnPrefill(li, l, a, t, r)
+		s.deltanetPrefill(li, l, a, t, r)
 	} else {
 		s.attnPrefill(li, l, a, t, r)
 	}

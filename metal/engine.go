@@ -154,7 +154,7 @@ func each(w *checkpoint.Weights, fn func(*checkpoint.Matrix)) {
 	fn(&w.LMHead)
 	for i := range w.Layers {
 		l := &w.Layers[i]
-		if g := l.GDN; g != nil {
+		if g := l.DeltaNet; g != nil {
 			for _, m := range []*checkpoint.Matrix{&g.QKV, &g.Z, &g.B, &g.A, &g.Out} {
 				fn(m)
 			}

@@ -100,14 +100,14 @@ func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	return sc, p, io
 }
 
-// state is one sequence's recurrent memory: conv and DeltaNet state of every GDN layer in one
+// state is one sequence's recurrent memory: conv and DeltaNet state of every DeltaNet layer in one
 // buffer, and a KV cache per attention layer allocated once to the engine's context limit (so a
 // session never grows, copies or reallocates it, and what it holds was checked against the
 // device's working set before loading).
 type state struct {
 	rec    device.Buffer
-	conv   []*rows // per layer (GDN only): [K-1, C]
-	ssm    []*rows // per layer (GDN only): [Hv, Dk*Dv]
+	conv   []*rows // per layer (DeltaNet only): [K-1, C]
+	ssm    []*rows // per layer (DeltaNet only): [Hv, Dk*Dv]
 	k, v   []device.Buffer
 	kvRow  int // bytes per cached token per layer (Hkv*D fp16)
 	layers []checkpoint.LayerKind

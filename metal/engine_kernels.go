@@ -55,17 +55,17 @@ func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.D
 		Args: []device.Arg{x, *w, y, inline(dims(n, eps))}}
 }
 
-// gdnDims is the GDNDims struct for t tokens.
-func (s *sizes) gdnDims(t int) []byte {
+// deltanetDims is the DeltaNetDims struct for t tokens.
+func (s *sizes) deltanetDims(t int) []byte {
 	return dims(s.hk, s.hv, s.dk, s.dv, s.conv, s.c, t, float32(1e-6), s.eps)
 }
 
-// gdnScan: the fused DeltaNet mixer over t tokens. qkv [t, C], z [t, Hv*Dv], a, b [t, Hv];
+// deltanetScan: the fused DeltaNet mixer over t tokens. qkv [t, C], z [t, Hv*Dv], a, b [t, Hv];
 // cst [K-1, C] and state [Hv, Dk, Dv] are updated; y [t, Hv*Dv]. One threadgroup of 128 per key head.
-func gdnScan(s *sizes, l *deviceLayer, t int, qkv, z, a, b, cst, state, y device.Arg) *device.Dispatch {
+func deltanetScan(s *sizes, l *deviceLayer, t int, qkv, z, a, b, cst, state, y device.Arg) *device.Dispatch {
 	w := max(s.dk, s.dv, s.hv/s.hk*s.dv)
-	return &device.Dispatch{Kernel: "gdn_scan", Groups: grid(s.hk, 1, 1), Threads: grid(lanes(w, 128), 1, 1),
-		Args: []device.Arg{qkv, z, a, b, *l.conv, cst, *l.aLog, *l.dtb, *l.gnorm, state, y, inline(s.gdnDims(t))}}
+	return &device.Dispatch{Kernel: "deltanet_scan", Groups: grid(s.hk, 1, 1), Threads: grid(lanes(w, 128), 1, 1),
+		Args: []device.Arg{qkv, z, a, b, *l.conv, cst, *l.aLog, *l.dtb, *l.gnorm, state, y, inline(s.deltanetDims(t))}}
 }
 
 // attnDims is the AttnDims struct: t new tokens at pos0, n visible keys, split keys per split.

@@ -8,7 +8,7 @@ import (
 )
 
 // decodePlan is one token's command buffer at position s.pos (inputs already uploaded): embed →
-// per layer [rms_norm, GDN (qmv×4, gdn_scan, qmv_add) or attention (qmv×3, attn_prep,
+// per layer [rms_norm, DeltaNet (qmv×4, deltanet_scan, qmv_add) or attention (qmv×3, attn_prep,
 // attn_decode_split/combine, qmv_add), rms_norm, router_topk, moe_gate_up, moe_down] → final
 // rms_norm, lm_head qmv, logits_topk. Expert ids stay on the GPU.
 func (s *Session) decodePlan() []device.Command {
@@ -23,7 +23,7 @@ func (s *Session) decodePlan() []device.Command {
 			qkv, z, y := sc.qkv.row(0), sc.z.row(0), sc.y.row(0)
 			bb, aa := sc.bb.row(0), sc.aa.row(0)
 			cmds = append(cmds, qmv(l.qkv, a, qkv, false), qmv(l.z, a, z, false), qmv(l.b, a, bb, false), qmv(l.a, a, aa, false),
-				gdnScan(sz, l, 1, qkv, z, aa, bb, st.conv[i].first(st.conv[i].n), st.ssm[i].first(sz.hv), y),
+				deltanetScan(sz, l, 1, qkv, z, aa, bb, st.conv[i].first(st.conv[i].n), st.ssm[i].first(sz.hv), y),
 				qmv(l.out, y, h, true))
 		} else {
 			q2, kk, vv, qh, gate, ao := sc.q2.row(0), sc.kk.row(0), sc.vv.row(0), sc.qh.row(0), sc.gate.row(0), sc.ao.row(0)
@@ -51,7 +51,7 @@ func (s *Session) logitsPlan(h device.Arg) []device.Command {
 }
 
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
-// plan's layers as GEMMs over the chunk, gdn_scan over t tokens, causal attn_prefill, and the MoE
+// plan's layers as GEMMs over the chunk, deltanet_scan over t tokens, causal attn_prefill, and the MoE
 // with the slots grouped by expert on the GPU (moe_count/scan/scatter, grouped GEMMs,
 // moe_combine). With all set, the head runs on every row into the all-logits buffer; else, with
 // head set (the prompt's last chunk), on the last row only; else not at all.
@@ -68,7 +68,7 @@ func (s *Session) prefillPlan(t int, all, head bool) []device.Command {
 			bb, aa := sc.bb.first(t), sc.aa.first(t)
 			cmds = append(cmds, qmm(l.qkv, t, a, qkv, false), qmm(l.z, t, a, z, false), qmm(l.b, t, a, bb, false),
 				qmm(l.a, t, a, aa, false),
-				gdnScan(sz, l, t, qkv, z, aa, bb, st.conv[i].first(st.conv[i].n), st.ssm[i].first(sz.hv), y),
+				deltanetScan(sz, l, t, qkv, z, aa, bb, st.conv[i].first(st.conv[i].n), st.ssm[i].first(sz.hv), y),
 				qmm(l.out, t, y, h, true))
 		} else {
 			q2, kk, vv, qh, gate, ao := sc.q2.first(t), sc.kk.first(t), sc.vv.first(t), sc.qh.first(t), sc.gate.first(t), sc.ao.first(t)

@@ -33,7 +33,7 @@ type deviceWeights struct {
 type deviceLayer struct {
 	kind             checkpoint.LayerKind
 	inNorm, postNorm vec
-	qkv, z, b, a     *qmat // GDN
+	qkv, z, b, a     *qmat // DeltaNet
 	out              *qmat
 	conv, aLog, dtb  vec
 	gnorm            vec
@@ -159,7 +159,7 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 	for i := range w.Layers {
 		wl := &w.Layers[i]
 		l := deviceLayer{kind: wl.Kind, inNorm: ar.add(wl.InputNorm), postNorm: ar.add(wl.PostNorm)}
-		if g := wl.GDN; g != nil {
+		if g := wl.DeltaNet; g != nil {
 			l.qkv, l.z, l.b, l.a, l.out = mat(&g.QKV), mat(&g.Z), mat(&g.B), mat(&g.A), mat(&g.Out)
 			l.conv, l.aLog, l.dtb, l.gnorm = ar.add(g.Conv), ar.add(g.ALog), ar.add(g.DtBias), ar.add(g.Norm)
 		}
@@ -217,7 +217,7 @@ func vectors(w *checkpoint.Weights) [][]float32 {
 	for i := range w.Layers {
 		wl := &w.Layers[i]
 		vs = append(vs, wl.InputNorm, wl.PostNorm)
-		if g := wl.GDN; g != nil {
+		if g := wl.DeltaNet; g != nil {
 			vs = append(vs, g.Conv, g.ALog, g.DtBias, g.Norm)
 		}
 		if a := wl.Attn; a != nil {

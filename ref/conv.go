@@ -1,6 +1,6 @@
 package ref
 
-// CausalConv1D is the GDN short convolution of model.md §4.3 step 2: depthwise over time, K taps,
+// CausalConv1D is the DeltaNet short convolution of model.md §4.3 step 2: depthwise over time, K taps,
 // no bias, then SiLU:
 //
 //	y[t,c] = silu( Σ_{j=0..K-1} w[c,j] · x[t−(K−1)+j, c] )

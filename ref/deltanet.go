@@ -13,15 +13,15 @@ const ChunkSize = 64
 // l2NormEps is the epsilon inside the sum of the q/k L2 normalisation (model.md §4.3 step 5).
 const l2NormEps = 1e-6
 
-// GDNState is the sequence state of one Gated DeltaNet layer.
-type GDNState struct {
+// DeltaNetState is the sequence state of one Gated DeltaNet layer.
+type DeltaNetState struct {
 	Conv [][]float32 // [K−1][C] the last K−1 pre-conv qkv rows, oldest first (zeros at start)
 	S    [][]float32 // [Hv][Dk·Dv] recurrent state per value head, S[h][dk·Dv+dv], float32
 }
 
-// NewGDNState returns the zero state of a GDN layer of cfg's dimensions.
-func NewGDNState(cfg *checkpoint.Config) *GDNState {
-	st := &GDNState{
+// NewDeltaNetState returns the zero state of a DeltaNet layer of cfg's dimensions.
+func NewDeltaNetState(cfg *checkpoint.Config) *DeltaNetState {
+	st := &DeltaNetState{
 		Conv: make([][]float32, cfg.LinearConvKernel-1),
 		S:    make([][]float32, cfg.LinearNumValueHeads),
 	}
@@ -34,8 +34,8 @@ func NewGDNState(cfg *checkpoint.Config) *GDNState {
 	return st
 }
 
-func (st *GDNState) clone() *GDNState {
-	return &GDNState{Conv: cloneRows(st.Conv), S: cloneRows(st.S)}
+func (st *DeltaNetState) clone() *DeltaNetState {
+	return &DeltaNetState{Conv: cloneRows(st.Conv), S: cloneRows(st.S)}
 }
 
 // GatedDeltaNet is the token mixer of a linear-attention layer (model.md §4.3), continuing the
@@ -49,7 +49,7 @@ func (st *GDNState) clone() *GDNState {
 //	y_h = GatedRMSNorm(o_h, z_h);  out = W_out y
 //
 // a: [T][H] (input-normed hidden) → [T][H].
-func GatedDeltaNet(cfg *checkpoint.Config, w *checkpoint.GDN, a [][]float32, st *GDNState, chunked bool) ([][]float32, error) {
+func GatedDeltaNet(cfg *checkpoint.Config, w *checkpoint.DeltaNet, a [][]float32, st *DeltaNetState, chunked bool) ([][]float32, error) {
 	hk, hv, dk, dv := cfg.LinearNumKeyHeads, cfg.LinearNumValueHeads, cfg.LinearKeyHeadDim, cfg.LinearValueHeadDim
 	qkv, err := Linear(&w.QKV, 0, a) // [T][C]
 	if err != nil {
@@ -68,7 +68,7 @@ func GatedDeltaNet(cfg *checkpoint.Config, w *checkpoint.GDN, a [][]float32, st 
 		return nil, err
 	}
 	if len(st.Conv) != cfg.LinearConvKernel-1 || len(st.S) != hv {
-		return nil, fmt.Errorf("gdn %s: state does not match the config", w.QKV.Name)
+		return nil, fmt.Errorf("deltanet %s: state does not match the config", w.QKV.Name)
 	}
 	u := CausalConv1D(qkv, st.Conv, w.Conv, cfg.LinearConvKernel) // [T][C]
 

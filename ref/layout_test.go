@@ -75,7 +75,7 @@ func TestAttentionQueryGateInterleave(t *testing.T) {
 	}
 }
 
-func TestGDNValueHeadsReadKeyHeadsInterleaved(t *testing.T) {
+func TestDeltaNetValueHeadsReadKeyHeadsInterleaved(t *testing.T) {
 	// Hk = 2, Hv = 4, Dk = Dv = 2, H = 8, W_out = I. Changing key head 1's q/k projection rows must
 	// change value heads 2 and 3 only (repeat_interleave: hv → hv/2), not heads 1 and 3 (tiling).
 	cfg := &checkpoint.Config{HiddenSize: 8, LinearNumKeyHeads: 2, LinearNumValueHeads: 4,
@@ -90,7 +90,7 @@ func TestGDNValueHeadsReadKeyHeadsInterleaved(t *testing.T) {
 	}
 	const h, c = 8, 16 // conv channels: q 4, k 4, v 8
 	qkv := rnd(c * h)
-	base := &checkpoint.GDN{
+	base := &checkpoint.DeltaNet{
 		QKV: f32Matrix(t, "qkv", qkv, c, h), Z: f32Matrix(t, "z", rnd(8*h), 8, h),
 		B: f32Matrix(t, "b", rnd(4*h), 4, h), A: f32Matrix(t, "a", rnd(4*h), 4, h),
 		Out: f32Matrix(t, "out", identity(h), h, h), Conv: rnd(c * 4), ALog: rnd(4), DtBias: rnd(4), Norm: ones(2),
@@ -104,8 +104,8 @@ func TestGDNValueHeadsReadKeyHeadsInterleaved(t *testing.T) {
 	}
 	changed.QKV = f32Matrix(t, "qkv", qkv2, c, h)
 	a := [][]float32{rnd(h), rnd(h), rnd(h)}
-	run := func(w *checkpoint.GDN) [][]float32 {
-		out, err := GatedDeltaNet(cfg, w, a, NewGDNState(cfg), true)
+	run := func(w *checkpoint.DeltaNet) [][]float32 {
+		out, err := GatedDeltaNet(cfg, w, a, NewDeltaNetState(cfg), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func (m *Model) decoderLayer(l int, h [][]float32, st *State, chunked bool, obs 
 	var err error
 	mixer := trace.DeltaNetOut
 	if layer.Kind == checkpoint.LinearAttention {
-		r, err = GatedDeltaNet(m.cfg, layer.GDN, a, st.GDN[l], chunked)
+		r, err = GatedDeltaNet(m.cfg, layer.DeltaNet, a, st.DeltaNet[l], chunked)
 	} else {
 		mixer = trace.AttentionOut
 		r, err = GatedAttention(m.cfg, layer.Attn, a, st.Pos, st.KV[l])

@@ -206,10 +206,10 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestNewRejectsMisSizedWeights(t *testing.T) {
 	for name, breakIt := range map[string]func(w *checkpoint.Weights){
 		"short norm":        func(w *checkpoint.Weights) { w.Layers[1].InputNorm = w.Layers[1].InputNorm[:5] },
-		"short conv":        func(w *checkpoint.Weights) { w.Layers[0].GDN.Conv = w.Layers[0].GDN.Conv[1:] },
+		"short conv":        func(w *checkpoint.Weights) { w.Layers[0].DeltaNet.Conv = w.Layers[0].DeltaNet.Conv[1:] },
 		"truncated weight":  func(w *checkpoint.Weights) { w.Layers[3].Attn.K.W.Data = w.Layers[3].Attn.K.W.Data[:8] },
 		"wrong shape":       func(w *checkpoint.Weights) { w.Layers[2].MoE.Down.In++ },
-		"missing GDN":       func(w *checkpoint.Weights) { w.Layers[0].GDN = nil },
+		"missing DeltaNet":       func(w *checkpoint.Weights) { w.Layers[0].DeltaNet = nil },
 		"kind mismatch":     func(w *checkpoint.Weights) { w.Layers[3].Kind = checkpoint.LinearAttention },
 		"vocab ≠ lm_head":   func(w *checkpoint.Weights) { w.Config.VocabSize = 65 },
 		"top-k > experts":   func(w *checkpoint.Weights) { w.Config.NumExpertsPerTok = 9 },

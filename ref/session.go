@@ -14,19 +14,19 @@ import (
 var ErrClosed = errors.New("ref: session is closed")
 
 // State is the sequence state of the whole model: per layer a KV cache (attention layers) or a conv
-// and recurrent state (GDN layers), and the number of tokens processed.
+// and recurrent state (DeltaNet layers), and the number of tokens processed.
 type State struct {
 	Pos int         // tokens processed so far: the next token's position
-	KV  []*KVCache  // [layers], nil for GDN layers
-	GDN []*GDNState // [layers], nil for attention layers
+	KV  []*KVCache  // [layers], nil for DeltaNet layers
+	DeltaNet []*DeltaNetState // [layers], nil for attention layers
 }
 
 // NewState returns the empty state (position 0, zero conv and recurrent state, empty caches).
 func (m *Model) NewState() *State {
-	st := &State{KV: make([]*KVCache, m.cfg.NumLayers), GDN: make([]*GDNState, m.cfg.NumLayers)}
+	st := &State{KV: make([]*KVCache, m.cfg.NumLayers), DeltaNet: make([]*DeltaNetState, m.cfg.NumLayers)}
 	for l, layer := range m.w.Layers {
 		if layer.Kind == checkpoint.LinearAttention {
-			st.GDN[l] = NewGDNState(m.cfg)
+			st.DeltaNet[l] = NewDeltaNetState(m.cfg)
 		} else {
 			st.KV[l] = &KVCache{}
 		}
@@ -36,13 +36,13 @@ func (m *Model) NewState() *State {
 
 // Clone returns a deep copy of st.
 func (st *State) Clone() *State {
-	c := &State{Pos: st.Pos, KV: make([]*KVCache, len(st.KV)), GDN: make([]*GDNState, len(st.GDN))}
+	c := &State{Pos: st.Pos, KV: make([]*KVCache, len(st.KV)), DeltaNet: make([]*DeltaNetState, len(st.DeltaNet))}
 	for l := range st.KV {
 		if st.KV[l] != nil {
 			c.KV[l] = st.KV[l].clone()
 		}
-		if st.GDN[l] != nil {
-			c.GDN[l] = st.GDN[l].clone()
+		if st.DeltaNet[l] != nil {
+			c.DeltaNet[l] = st.DeltaNet[l].clone()
 		}
 	}
 	return c
@@ -202,11 +202,11 @@ func (s *Session) forward(ctx context.Context, tokens []int32, chunked bool, hid
 	return h, nil
 }
 
-// saveRecurrent copies the GDN states (small) so that a failed forward can be undone; KV caches
+// saveRecurrent copies the DeltaNet states (small) so that a failed forward can be undone; KV caches
 // are undone by truncation to the old position.
-func (s *Session) saveRecurrent() []*GDNState {
-	saved := make([]*GDNState, len(s.st.GDN))
-	for l, g := range s.st.GDN {
+func (s *Session) saveRecurrent() []*DeltaNetState {
+	saved := make([]*DeltaNetState, len(s.st.DeltaNet))
+	for l, g := range s.st.DeltaNet {
 		if g != nil {
 			saved[l] = g.clone()
 		}
@@ -214,10 +214,10 @@ func (s *Session) saveRecurrent() []*GDNState {
 	return saved
 }
 
-func (s *Session) rollback(saved []*GDNState) {
-	for l := range s.st.GDN {
+func (s *Session) rollback(saved []*DeltaNetState) {
+	for l := range s.st.DeltaNet {
 		if saved[l] != nil {
-			s.st.GDN[l] = saved[l]
+			s.st.DeltaNet[l] = saved[l]
 		}
 		if kv := s.st.KV[l]; kv != nil {
 			kv.K, kv.V = kv.K[:s.st.Pos], kv.V[:s.st.Pos]

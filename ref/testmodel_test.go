@@ -9,7 +9,7 @@ import (
 	"github.com/lily-engine/lily/internal/safetensors"
 )
 
-// tinyConfig is a Qwen3.6-shaped config small enough for property tests: 4 layers (3 GDN, then one
+// tinyConfig is a Qwen3.6-shaped config small enough for property tests: 4 layers (3 DeltaNet, then one
 // full attention), GVA with Hv = 2·Hk, GQA with Hq = 2·Hkv, partial RoPE on a quarter of the head.
 func tinyConfig() *checkpoint.Config {
 	return &checkpoint.Config{
@@ -93,13 +93,13 @@ func tinyWeights(t testing.TB, seed uint64, force int, layout checkpoint.Layout)
 		layer := checkpoint.Layer{Index: l, Kind: c.LayerTypes[l], InputNorm: b.norm(h, mlx), PostNorm: b.norm(h, mlx)}
 		if layer.Kind == checkpoint.LinearAttention {
 			hv, dv := c.LinearNumValueHeads, c.LinearValueHeadDim
-			g := &checkpoint.GDN{
+			g := &checkpoint.DeltaNet{
 				QKV: b.matrix("qkv", c.ConvDim(), h), Z: b.matrix("z", hv*dv, h),
 				B: b.matrix("b", hv, h), A: b.matrix("a", hv, h), Out: b.matrix("out", h, hv*dv),
 				Conv: b.values(c.ConvDim()*c.LinearConvKernel, 0.5), ALog: b.values(hv, 1),
 				DtBias: b.values(hv, 1), Norm: b.norm(dv, false),
 			}
-			layer.GDN = g
+			layer.DeltaNet = g
 		} else {
 			d := c.HeadDim
 			layer.Attn = &checkpoint.Attention{

@@ -36,7 +36,7 @@ func (k *Kernels) SiLUMul(out, gate, up []float32) {
 
 // SiLU computes out: [n] = silu(x: [n]); out may alias x, len(out) ≥ len(x). The SIMD version
 // evaluates e^-x in float32 (exp by range reduction and a degree-7 polynomial, about 2 ulp), the
-// portable one in float64. A 40-layer decode step takes ~5·10⁵ of them (the GDN conv and output
+// portable one in float64. A 40-layer decode step takes ~5·10⁵ of them (the DeltaNet conv and output
 // gate, the SwiGLU of every expert), so the float32 exp is a visible part of the step.
 func (k *Kernels) SiLU(out, x []float32) { k.f.siluMul(out[:len(x)], x, nil, k.exp) }
 

@@ -49,9 +49,9 @@ func MemoryAt(s Shape, weights int64, ctx, chunk, kvElem int) Memory {
 	perLayer := s.ValueHeads*s.KeyDim*s.ValueDim + conv*(s.ConvKernel-1)
 	m.State = 4 * int64(s.LinearAttention) * int64(perLayer)
 	attn := 3*s.Heads*s.HeadDim + 2*s.KVHeads*s.HeadDim
-	gdn := 2*conv + 2*s.ValueHeads*s.ValueDim + 2*s.ValueHeads
+	deltanet := 2*conv + 2*s.ValueHeads*s.ValueDim + 2*s.ValueHeads
 	moe := s.Experts + 2*s.ExpertsPerToken*s.Hidden + 3*s.ExpertsPerToken*s.MoEIntermediate + 3*s.SharedIntermediate
-	perToken := 3*s.Hidden + max(attn, gdn, moe)
+	perToken := 3*s.Hidden + max(attn, deltanet, moe)
 	m.Buffers = gcHeadroom * 4 * (int64(chunk)*int64(perToken) + int64(s.Vocab))
 	return m
 }

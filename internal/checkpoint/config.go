@@ -50,15 +50,15 @@ type QuantParams struct {
 // RotaryDim is the number of leading head dims RoPE rotates: HeadDim * PartialRotaryFactor.
 func (c *Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRotaryFactor) }
 
-// ConvDim is the GDN conv channel count: 2*Hk*Dk + Hv*Dv.
+// ConvDim is the DeltaNet conv channel count: 2*Hk*Dk + Hv*Dv.
 func (c *Config) ConvDim() int {
 	return 2*c.LinearNumKeyHeads*c.LinearKeyHeadDim + c.LinearNumValueHeads*c.LinearValueHeadDim
 }
 
-// KeyDim is the GDN query/key width: Hk*Dk.
+// KeyDim is the DeltaNet query/key width: Hk*Dk.
 func (c *Config) KeyDim() int { return c.LinearNumKeyHeads * c.LinearKeyHeadDim }
 
-// ValueDim is the GDN value width: Hv*Dv.
+// ValueDim is the DeltaNet value width: Hv*Dv.
 func (c *Config) ValueDim() int { return c.LinearNumValueHeads * c.LinearValueHeadDim }
 
 // NumLayersOf counts the layers of one kind.

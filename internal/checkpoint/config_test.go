@@ -86,7 +86,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{"layer type name", `{"num_hidden_layers":1,"layer_types":["sliding"]}`, "", `layer_types[0] = "sliding"`},
 		{"interval", `{"full_attention_interval":0}`, "", "full_attention_interval = 0"},
 		{"kv heads", `{"num_attention_heads":16,"num_key_value_heads":3}`, "", "not a multiple of num_key_value_heads 3"},
-		{"gdn heads", `{"linear_num_key_heads":5}`, "", "linear_num_value_heads 32 is not a multiple of linear_num_key_heads 5"},
+		{"deltanet heads", `{"linear_num_key_heads":5}`, "", "linear_num_value_heads 32 is not a multiple of linear_num_key_heads 5"},
 		{"topk", `{"num_experts":4,"num_experts_per_tok":8}`, "", "num_experts_per_tok 8 exceeds"},
 		{"rope type", `{"rope_parameters":{"rope_type":"yarn","factor":4}}`, "", `rope_type "yarn" is not supported`},
 		{"rotary factor", `{"partial_rotary_factor":0.3}`, "", "partial_rotary_factor = 0.3"},

@@ -275,7 +275,7 @@ func parseRope(c *Config, text object) error {
 	return nil
 }
 
-// checkHeads checks that attention and GDN heads group evenly and top-k fits.
+// checkHeads checks that attention and DeltaNet heads group evenly and top-k fits.
 func checkHeads(c *Config) error {
 	switch {
 	case c.NumHeads%c.NumKVHeads != 0:

@@ -11,7 +11,7 @@ import (
 	"github.com/lily-engine/lily/internal/safetensors"
 )
 
-// micro is a 2-layer model (one GDN, one attention layer) whose HF file is a few KiB, small
+// micro is a 2-layer model (one DeltaNet, one attention layer) whose HF file is a few KiB, small
 // enough for the fuzzer to mutate usefully.
 func micro() checkpointtest.Dims {
 	return checkpointtest.Dims{H: 32, Layers: 2, Interval: 2, Vocab: 8, Hq: 2, Hkv: 1, D: 8,

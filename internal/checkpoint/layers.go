@@ -15,8 +15,8 @@ func (l *loader) layer(ly *Layer, i int) error {
 		return err
 	}
 	if ly.Kind == LinearAttention {
-		ly.GDN = &GDN{}
-		err = l.gdn(ly.GDN, p+"linear_attn.", i)
+		ly.DeltaNet = &DeltaNet{}
+		err = l.deltanet(ly.DeltaNet, p+"linear_attn.", i)
 	} else {
 		ly.Attn = &Attention{}
 		err = l.attention(ly.Attn, p+"self_attn.", i)
@@ -27,8 +27,8 @@ func (l *loader) layer(ly *Layer, i int) error {
 	return l.moe(&ly.MoE, p+"mlp.", i)
 }
 
-// gdn loads a Gated DeltaNet mixer (model.md §2.1, §2.3) from the module prefix p.
-func (l *loader) gdn(g *GDN, p string, i int) error {
+// deltanet loads a Gated DeltaNet mixer (model.md §2.1, §2.3) from the module prefix p.
+func (l *loader) deltanet(g *DeltaNet, p string, i int) error {
 	c := l.cfg
 	H, C, Hv := c.HiddenSize, c.ConvDim(), c.LinearNumValueHeads
 	name := func(s string) string { return fmt.Sprintf("layers.%d.linear_attn.%s", i, s) }

@@ -101,8 +101,8 @@ func (l *loader) detectPrefix() error {
 	return fmt.Errorf("ambiguous checkpoint: embed_tokens.weight under prefixes %q", found)
 }
 
-// detectLayout reads the first GDN layer's conv1d shape: [C,1,K] is raw HF, [C,K,1] is MLX
-// (model.md §2.5). Without GDN layers (or with K == 1) the MLX prefix decides.
+// detectLayout reads the first DeltaNet layer's conv1d shape: [C,1,K] is raw HF, [C,K,1] is MLX
+// (model.md §2.5). Without DeltaNet layers (or with K == 1) the MLX prefix decides.
 func (l *loader) detectLayout() error {
 	l.layout = LayoutHF
 	if l.prefix == "language_model.model." {

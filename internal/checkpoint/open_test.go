@@ -98,7 +98,7 @@ func TestOpenTinyBothLayouts(t *testing.T) {
 					eq(t, w.Layers[0].InputNorm[i], checkpointtest.NormValue(i)+shift)
 					eq(t, w.FinalNorm[i], checkpointtest.NormValue(i)+shift)
 				}
-				g := w.Layers[0].GDN
+				g := w.Layers[0].DeltaNet
 				for i := range d.Dv {
 					eq(t, g.Norm[i], checkpointtest.NormValue(i)) // gated norm: never shifted
 				}
@@ -107,7 +107,7 @@ func TestOpenTinyBothLayouts(t *testing.T) {
 				// w[c=1][j=2] sits at flat 1*K+2 in HF [C,1,K] and MLX [C,K,1] alike.
 				conv := ck.files.byName[fmt.Sprintf("%slayers.0.linear_attn.conv1d.weight", prefixOf(layout))]
 				eq(t, g.Conv[1*d.K+2], bf16At(conv.Data, 1*d.K+2))
-				if w.Layers[0].Attn != nil || w.Layers[3].GDN != nil {
+				if w.Layers[0].Attn != nil || w.Layers[3].DeltaNet != nil {
 					t.Fatal("layer kinds not respected")
 				}
 				a := w.Layers[3].Attn

@@ -95,7 +95,7 @@ func computeStats(w *Weights, l *loader) Stats {
 	for i := range w.Layers {
 		ly := &w.Layers[i]
 		s.ParamsTotal += int64(len(ly.InputNorm) + len(ly.PostNorm))
-		if g := ly.GDN; g != nil {
+		if g := ly.DeltaNet; g != nil {
 			s.ParamsTotal += paramsOf(&g.QKV, &g.Z, &g.B, &g.A, &g.Out) +
 				int64(len(g.Conv)+len(g.ALog)+len(g.DtBias)+len(g.Norm))
 		}

@@ -68,10 +68,10 @@ func validateLayer(c *Config, l *Layer, i int) error {
 	}
 	switch l.Kind {
 	case LinearAttention:
-		if l.GDN == nil {
-			return errors.New("linear-attention layer without GDN weights")
+		if l.DeltaNet == nil {
+			return errors.New("linear-attention layer without DeltaNet weights")
 		}
-		if err := validateGDN(c, l.GDN); err != nil {
+		if err := validateDeltaNet(c, l.DeltaNet); err != nil {
 			return err
 		}
 	case FullAttention:
@@ -98,10 +98,10 @@ func validateLayer(c *Config, l *Layer, i int) error {
 	return nil
 }
 
-func validateGDN(c *Config, g *GDN) error {
+func validateDeltaNet(c *Config, g *DeltaNet) error {
 	hk, hv, dk, dv, k := c.LinearNumKeyHeads, c.LinearNumValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim, c.LinearConvKernel
 	if hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || k <= 0 || hv%hk != 0 {
-		return fmt.Errorf("config GDN heads hk=%d hv=%d dk=%d dv=%d kernel=%d: need positive sizes and hv %% hk == 0", hk, hv, dk, dv, k)
+		return fmt.Errorf("config DeltaNet heads hk=%d hv=%d dk=%d dv=%d kernel=%d: need positive sizes and hv %% hk == 0", hk, hv, dk, dv, k)
 	}
 	h, conv := c.HiddenSize, c.ConvDim()
 	for _, s := range []struct {

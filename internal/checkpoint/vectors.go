@@ -38,7 +38,7 @@ func (l *loader) vector(name string, n int, shift bool) ([]float32, error) {
 // conv loads the depthwise conv weight as float32 [C, K]: HF stores [C,1,K], MLX [C,K,1]; both
 // put w[c][j] at flat index c*K+j, so the conversion is the same.
 func (l *loader) conv(name string, C, K int) ([]float32, error) {
-	t, err := l.get(name, "the GDN conv weight", catOther)
+	t, err := l.get(name, "the DeltaNet conv weight", catOther)
 	if err != nil {
 		return nil, err
 	}

@@ -88,21 +88,21 @@ type Weights struct {
 	Layers []Layer
 }
 
-// Layer is one decoder layer: a token mixer (GDN or Attn, per Kind) and the MoE block.
+// Layer is one decoder layer: a token mixer (DeltaNet or Attn, per Kind) and the MoE block.
 type Layer struct {
 	Index     int
 	Kind      LayerKind
 	InputNorm []float32 // [H] multiplier (1+w applied for HF; stored value for MLX)
 	PostNorm  []float32 // [H] multiplier
 
-	GDN  *GDN       // non-nil iff Kind == LinearAttention
+	DeltaNet  *DeltaNet       // non-nil iff Kind == LinearAttention
 	Attn *Attention // non-nil iff Kind == FullAttention
 	MoE  MoE
 }
 
-// GDN holds a Gated DeltaNet layer's weights (model.md §4.3).
+// DeltaNet holds a Gated DeltaNet layer's weights (model.md §4.3).
 // Hk key heads, Hv value heads, Dk/Dv head dims, C = 2*Hk*Dk + Hv*Dv conv channels, K conv taps.
-type GDN struct {
+type DeltaNet struct {
 	QKV    Matrix    // [C, H]; rows: q heads (Hk*Dk), k heads (Hk*Dk), v heads (Hv*Dv)
 	Z      Matrix    // [Hv*Dv, H]
 	B      Matrix    // [Hv, H]

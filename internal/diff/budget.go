@@ -10,9 +10,9 @@ const (
 	// matvecTol: a 4-bit mat-vec with float32 accumulation (conformance matvecTol; fast/cpu
 	// qmvTol is 1e-5 of the terms' summed magnitude, which is larger than the output).
 	matvecTol = 5e-6
-	// gdnTol: a whole Gated DeltaNet layer: its projections, the delta rule in float32 and the
-	// gated RMSNorm (conformance gdnTol).
-	gdnTol = 1e-5
+	// deltanetTol: a whole Gated DeltaNet layer: its projections, the delta rule in float32 and the
+	// gated RMSNorm (conformance deltanetTol).
+	deltanetTol = 1e-5
 	// attnTol: a whole gated attention layer: projections, q/k norms, RoPE, the online softmax
 	// (conformance attnLayerTol).
 	attnTol = 8e-6
@@ -36,7 +36,7 @@ func mixerTol(l int, attn []bool) float64 {
 	if l < len(attn) && attn[l] {
 		return attnTol + kvF16Tol
 	}
-	return gdnTol
+	return deltanetTol
 }
 
 // carried is the error a layer's input may already carry from the layers before it: each layer

@@ -109,13 +109,13 @@ func (c Config) LayerTypes() []string {
 // RotaryDim is the number of leading head dims that RoPE rotates.
 func (c Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRotaryFactor) }
 
-// KeyDim is Hk*Dk, the width of the GDN query and key sections.
+// KeyDim is Hk*Dk, the width of the DeltaNet query and key sections.
 func (c Config) KeyDim() int { return c.LinearNumKeyHeads * c.LinearKeyHeadDim }
 
-// ValueDim is Hv*Dv, the width of the GDN value section and of out_proj's input.
+// ValueDim is Hv*Dv, the width of the DeltaNet value section and of out_proj's input.
 func (c Config) ValueDim() int { return c.LinearNumValueHeads * c.LinearValueHeadDim }
 
-// ConvDim is 2*KeyDim + ValueDim, the GDN conv channel count.
+// ConvDim is 2*KeyDim + ValueDim, the DeltaNet conv channel count.
 func (c Config) ConvDim() int { return 2*c.KeyDim() + c.ValueDim() }
 
 // Validate checks that the dimensions are positive and consistent, and that every quantized

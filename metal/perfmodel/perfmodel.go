@@ -69,7 +69,7 @@ func (m Machine) Total(costs []Cost) float64 {
 // dims are the model's sizes as float64, and its weights' storage.
 type modelDims struct {
 	H, V, C, Vd, Hv, Hk, Dk, Dv, K, Hq, Hkv, D, Rot, E, TopK, I, Is float64
-	nGDN, nAttn                                                     int
+	nDeltaNet, nAttn                                                     int
 	bits, routerBits, group                                         float64 // bits 0: bf16
 }
 
@@ -83,7 +83,7 @@ func newDims(c *checkpoint.Config) (modelDims, error) {
 		Dv: f(c.LinearValueHeadDim), K: f(c.LinearConvKernel), Hq: f(c.NumHeads), Hkv: f(c.NumKVHeads),
 		D: f(c.HeadDim), Rot: f(c.RotaryDim()), E: f(c.NumExperts), TopK: f(c.NumExpertsPerTok),
 		I: f(c.MoEIntermediate), Is: f(c.SharedIntermediate),
-		nGDN: c.NumLayersOf(checkpoint.LinearAttention), nAttn: c.NumLayersOf(checkpoint.FullAttention)}
+		nDeltaNet: c.NumLayersOf(checkpoint.LinearAttention), nAttn: c.NumLayersOf(checkpoint.FullAttention)}
 	if q := c.Quant; q != nil {
 		d.bits, d.routerBits, d.group = f(q.Bits), f(q.Bits), f(q.GroupSize)
 		for path, p := range q.Overrides { // the router's own bits (8 in the MLX checkpoint)

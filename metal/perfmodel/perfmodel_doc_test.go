@@ -62,7 +62,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	w("Dispatches are per chunk; byte and FLOP columns are the chunk's totals divided by its tokens.\n")
 	w("Weights are read once per chunk: the grouped expert GEMMs read every expert that holds at least\n")
 	w("one slot (under uniform routing, 1 − (1 − k/E)^T of them), and logits are computed for the last\n")
-	w("token only. `gdn_scan` is priced by its traffic and FLOPs, but it walks the chunk one token at a\n")
+	w("token only. `deltanet_scan` is priced by its traffic and FLOPs, but it walks the chunk one token at a\n")
 	w("time with one threadgroup per key head, so on a GPU it is latency-bound, not roofline-bound: it\n")
 	w("is the first place to look when a measured prefill falls short of this table. The GEMMs use\n")
 	w("float32 `simdgroup_float8x8` tiles and dequantize each weight once per 8-token tile; the fp16\n")

@@ -8,10 +8,10 @@ import (
 )
 
 // The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
-// mixer's qmv projections, gdn_scan or attn_prep + attn_decode_split + attn_decode_combine,
+// mixer's qmv projections, deltanet_scan or attn_prep + attn_decode_split + attn_decode_combine,
 // qmv_add for the output projection, rms_norm, router_topk, moe_gate_up, moe_down; then the final
 // rms_norm, the lm_head qmv and logits_topk. Prefill (one chunk of T tokens from an empty state):
-// the same with qmm projections, gdn_scan over T, attn_prefill, and the grouped MoE path
+// the same with qmm projections, deltanet_scan over T, attn_prefill, and the grouped MoE path
 // (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
 // qmm + swiglu + qmm, moe_combine); logits only for the last token.
 
@@ -47,14 +47,14 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
 	p := &plan{d: d, T: float64(T), ctx: float64(ctx), decode: decode}
 	p.out = append(p.out, Cost{Step: "embedding rows", Kernel: "embed", Calls: 1,
 		Weights: p.T * d.mat(1, d.H, d.bits), Act: 4 * p.T * (d.H + 1)})
-	for _, c := range p.gdn() {
-		p.out = append(p.out, times(c, d.nGDN))
+	for _, c := range p.deltanet() {
+		p.out = append(p.out, times(c, d.nDeltaNet))
 	}
 	for _, c := range p.attention() {
 		p.out = append(p.out, times(c, d.nAttn))
 	}
 	for _, c := range p.moe() {
-		p.out = append(p.out, times(c, d.nGDN+d.nAttn))
+		p.out = append(p.out, times(c, d.nDeltaNet+d.nAttn))
 	}
 	// Logits are needed for the last position only.
 	last := plan{d: d, T: 1, decode: true}
@@ -87,11 +87,11 @@ func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
 	return c
 }
 
-func (p *plan) gdn() []Cost {
+func (p *plan) deltanet() []Cost {
 	d, T := p.d, p.T
 	// Thread j of a value head reads column j of S, decays it, forms Sᵀk (2), updates (3) and
 	// contracts with q (2): 7 FLOPs per state element per token.
-	scan := modelVec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "gdn_scan", Calls: 1,
+	scan := modelVec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
 		State: 2 * 4 * (d.Hv*d.Dk*d.Dv + (d.K-1)*d.C), Act: 4 * T * (d.C + 2*d.Vd + 2*d.Hv),
 		FLOPs: T * (2*d.C*d.K + 7*d.Hv*d.Dk*d.Dv + 8*d.Vd)}, d.C*d.K+2*d.Hv+d.Dv)
 	return []Cost{

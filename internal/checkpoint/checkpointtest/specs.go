@@ -20,7 +20,7 @@ type Dims struct {
 	GateBits                   int // bits of mlp.gate and mlp.shared_expert_gate (8 in the real model)
 }
 
-// Tiny is a 4-layer model (3 GDN + 1 attention) small enough to write in milliseconds.
+// Tiny is a 4-layer model (3 DeltaNet + 1 attention) small enough to write in milliseconds.
 func Tiny() Dims {
 	return Dims{H: 64, Layers: 4, Interval: 4, Vocab: 256, Hq: 4, Hkv: 2, D: 32,
 		Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 32, Is: 32, Bits: 4, GroupSize: 32, GateBits: 8}

@@ -5,7 +5,7 @@
 // norm, gates, the delta-rule update in fp32 (thread j owns column j of each value head's state
 // S: [Dk, Dv]), output with the updated state, and the gated RMSNorm.
 
-struct GDNDims {
+struct DeltaNetDims {
   uint hk, hv, dk, dv;
   uint kconv;     // conv taps K
   uint c;         // conv channels 2*Hk*Dk + Hv*Dv
@@ -16,7 +16,7 @@ struct GDNDims {
 
 // The conv output of channel ch at token t: Σ_j w[ch,j]·x(t-K+1+j), x(p<0) from the conv state.
 inline float conv_at(device const float* qkv, device const float* cw, device const float* cst, uint ch, int t,
-                     constant GDNDims& d) {
+                     constant DeltaNetDims& d) {
   float acc = 0.0f;
   for (uint j = 0; j < d.kconv; j++) {
     int p = t - int(d.kconv) + 1 + int(j);
@@ -29,12 +29,12 @@ inline float conv_at(device const float* qkv, device const float* cw, device con
 // qkv: [T, C] pre-conv projections; z: [T, Hv*Dv]; a, b: [T, Hv]; cw: [C, K]; cst: [K-1, C] conv
 // state (updated); alog, dtb: [Hv]; nw: [Dv]; state: [Hv, Dk, Dv] (updated); y: [T, Hv*Dv].
 // Grid Hk threadgroups of 128 threads. Dk, Dv <= 256; (Hv/Hk)*Dv <= 1024.
-kernel void gdn_scan(device const float* qkv [[buffer(0)]], device const float* z [[buffer(1)]],
+kernel void deltanet_scan(device const float* qkv [[buffer(0)]], device const float* z [[buffer(1)]],
                      device const float* a [[buffer(2)]], device const float* b [[buffer(3)]],
                      device const float* cw [[buffer(4)]], device float* cst [[buffer(5)]],
                      device const float* alog [[buffer(6)]], device const float* dtb [[buffer(7)]],
                      device const float* nw [[buffer(8)]], device float* state [[buffer(9)]],
-                     device float* y [[buffer(10)]], constant GDNDims& d [[buffer(11)]],
+                     device float* y [[buffer(10)]], constant DeltaNetDims& d [[buffer(11)]],
                      uint kh [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
                      uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]],
                      uint nsg [[simdgroups_per_threadgroup]]) {

@@ -8,45 +8,45 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// gdnTol: the kernel runs the recurrent delta rule in float32 (float32 sums over Dk), ref the
+// deltanetTol: the kernel runs the recurrent delta rule in float32 (float32 sums over Dk), ref the
 // chunked form with float64 contractions; over ~70 tokens the float32 state drifts by ~1e-6 relative,
 // and the output adds the projections (matvecTol each) and the gated RMSNorm (seen: 7e-7).
-const gdnTol = 1e-5
+const deltanetTol = 1e-5
 
-// testGDNScan checks gdn_scan's sequence state handling: a decode step (T = 1, projections by
+// testDeltaNetScan checks deltanet_scan's sequence state handling: a decode step (T = 1, projections by
 // qmv), T = 2 < K−1 (the new conv state keeps one row of the old one), a start from the zero
 // state, and the real head sizes.
-func testGDNScan(t *testing.T, k kern) {
+func testDeltaNetScan(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	small := smallConfig(8, 2)
-	runGDN(t, k, rng, small, 4, 7, 1)
-	runGDN(t, k, rng, small, 8, 5, 2)
-	runGDN(t, k, rng, small, 4, 0, 3)
+	runDeltaNet(t, k, rng, small, 4, 7, 1)
+	runDeltaNet(t, k, rng, small, 8, 5, 2)
+	runDeltaNet(t, k, rng, small, 4, 0, 3)
 	// The real head sizes (Dk = Dv = 128: one state column per thread) with one key head.
 	wide := smallConfig(8, 2)
 	wide.LinearNumKeyHeads, wide.LinearNumValueHeads, wide.LinearKeyHeadDim, wide.LinearValueHeadDim = 1, 2, 128, 128
-	runGDN(t, k, rng, wide, 4, 4, 3)
+	runDeltaNet(t, k, rng, wide, 4, 4, 3)
 }
 
-// testGDNLayer: qmm projections + gdn_scan + qmm out_proj (fused add) vs ref.GatedDeltaNet in its
+// testDeltaNetLayer: qmm projections + deltanet_scan + qmm out_proj (fused add) vs ref.GatedDeltaNet in its
 // chunked (64) form, across the chunk boundary, from a non-zero state.
-func testGDNLayer(t *testing.T, k kern) {
+func testDeltaNetLayer(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(32, 1))
 	cfg := smallConfig(8, 2)
-	runGDN(t, k, rng, cfg, 4, 9, 63)
-	runGDN(t, k, rng, cfg, 8, 9, 64)
-	runGDN(t, k, rng, cfg, 4, 9, 65)
+	runDeltaNet(t, k, rng, cfg, 4, 9, 63)
+	runDeltaNet(t, k, rng, cfg, 8, 9, 64)
+	runDeltaNet(t, k, rng, cfg, 4, 9, 65)
 }
 
-// runGDN builds a GDN layer of cfg's dimensions, runs prefix tokens through ref to get a non-zero
+// runDeltaNet builds a DeltaNet layer of cfg's dimensions, runs prefix tokens through ref to get a non-zero
 // state, then T new tokens through the kernels and through ref, and compares the outputs (with
 // the residual) and both states.
-func runGDN(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, bits, prefix, T int) {
+func runDeltaNet(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, bits, prefix, T int) {
 	t.Helper()
-	w := smallGDN(t, rng, cfg, bits)
+	w := smallDeltaNet(t, rng, cfg, bits)
 	h, hk, hv, dk, dv, kc, c := cfg.HiddenSize, cfg.LinearNumKeyHeads, cfg.LinearNumValueHeads,
 		cfg.LinearKeyHeadDim, cfg.LinearValueHeadDim, cfg.LinearConvKernel, cfg.ConvDim()
-	st := ref.NewGDNState(cfg)
+	st := ref.NewDeltaNetState(cfg)
 	if prefix > 0 {
 		if _, err := ref.GatedDeltaNet(cfg, w, randRows(rng, prefix, h, 1), st, true); err != nil {
 			t.Fatal(err)
@@ -64,7 +64,7 @@ func runGDN(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, bits, 
 	}
 	qkv, z, a, b := project(0), project(1), project(2), project(3)
 	y := zeros(T * hv * dv)
-	k.run("gdn_scan", [3]int{hk, 1, 1}, [3]int{128, 1, 1}, map[int][]byte{0: qkv, 1: z, 2: a, 3: b,
+	k.run("deltanet_scan", [3]int{hk, 1, 1}, [3]int{128, 1, 1}, map[int][]byte{0: qkv, 1: z, 2: a, 3: b,
 		4: f32(w.Conv), 5: cst, 6: f32(w.ALog), 7: f32(w.DtBias), 8: f32(w.Norm), 9: state, 10: y,
 		11: dims(hk, hv, dk, dv, kc, c, T, float32(1e-6), float32(cfg.RMSNormEps))})
 	out := flat(h0)
@@ -87,7 +87,7 @@ func runGDN(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, bits, 
 			want[i][j] += h0[i][j]
 		}
 	}
-	nearRows(t, "gdn layer", rowsOf(out, h), want, gdnTol)
-	nearRows(t, "gdn recurrent state", rowsOf(state, dk*dv), st.S, gdnTol)
-	nearRows(t, "gdn conv state", rowsOf(cst, c), st.Conv, matvecTol)
+	nearRows(t, "deltanet layer", rowsOf(out, h), want, deltanetTol)
+	nearRows(t, "deltanet recurrent state", rowsOf(state, dk*dv), st.S, deltanetTol)
+	nearRows(t, "deltanet conv state", rowsOf(cst, c), st.Conv, matvecTol)
 }
