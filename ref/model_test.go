@@ -209,7 +209,7 @@ func TestNewRejectsMisSizedWeights(t *testing.T) {
 		"short conv":        func(w *checkpoint.Weights) { w.Layers[0].DeltaNet.Conv = w.Layers[0].DeltaNet.Conv[1:] },
 		"truncated weight":  func(w *checkpoint.Weights) { w.Layers[3].Attn.K.W.Data = w.Layers[3].Attn.K.W.Data[:8] },
 		"wrong shape":       func(w *checkpoint.Weights) { w.Layers[2].MoE.Down.In++ },
-		"missing DeltaNet":       func(w *checkpoint.Weights) { w.Layers[0].DeltaNet = nil },
+		"missing DeltaNet":  func(w *checkpoint.Weights) { w.Layers[0].DeltaNet = nil },
 		"kind mismatch":     func(w *checkpoint.Weights) { w.Layers[3].Kind = checkpoint.LinearAttention },
 		"vocab ≠ lm_head":   func(w *checkpoint.Weights) { w.Config.VocabSize = 65 },
 		"top-k > experts":   func(w *checkpoint.Weights) { w.Config.NumExpertsPerTok = 9 },

@@ -16,8 +16,8 @@ var ErrClosed = errors.New("ref: session is closed")
 // State is the sequence state of the whole model: per layer a KV cache (attention layers) or a conv
 // and recurrent state (DeltaNet layers), and the number of tokens processed.
 type State struct {
-	Pos int         // tokens processed so far: the next token's position
-	KV  []*KVCache  // [layers], nil for DeltaNet layers
+	Pos      int              // tokens processed so far: the next token's position
+	KV       []*KVCache       // [layers], nil for DeltaNet layers
 	DeltaNet []*DeltaNetState // [layers], nil for attention layers
 }
 

@@ -95,9 +95,9 @@ type Layer struct {
 	InputNorm []float32 // [H] multiplier (1+w applied for HF; stored value for MLX)
 	PostNorm  []float32 // [H] multiplier
 
-	DeltaNet  *DeltaNet       // non-nil iff Kind == LinearAttention
-	Attn *Attention // non-nil iff Kind == FullAttention
-	MoE  MoE
+	DeltaNet *DeltaNet  // non-nil iff Kind == LinearAttention
+	Attn     *Attention // non-nil iff Kind == FullAttention
+	MoE      MoE
 }
 
 // DeltaNet holds a Gated DeltaNet layer's weights (model.md §4.3).

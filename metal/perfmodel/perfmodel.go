@@ -69,7 +69,7 @@ func (m Machine) Total(costs []Cost) float64 {
 // dims are the model's sizes as float64, and its weights' storage.
 type modelDims struct {
 	H, V, C, Vd, Hv, Hk, Dk, Dv, K, Hq, Hkv, D, Rot, E, TopK, I, Is float64
-	nDeltaNet, nAttn                                                     int
+	nDeltaNet, nAttn                                                int
 	bits, routerBits, group                                         float64 // bits 0: bf16
 }
 
