@@ -10,7 +10,7 @@ import (
 )
 
 // TestObservedPlanMatches runs the same prefill (across chunks) and decode steps with and without
-// an observer on the emulator: the piecewise run (engine_trace.go) gives the one-buffer run's
+// an observer on the emulator: the piecewise run (trace.go) gives the one-buffer run's
 // logits bit for bit, and every point is reported at every position.
 func TestObservedPlanMatches(t *testing.T) {
 	if testing.Short() {

@@ -37,7 +37,7 @@ type Session struct {
 	cs      []float32      // one position's RoPE cos | sin: [2·rot/2]
 	inbuf   []byte         // staging for per-call inputs
 	outbuf  []byte         // staging for readback
-	obs     trace.Observer // nil: no observation (engine_trace.go)
+	obs     trace.Observer // nil: no observation (trace.go)
 
 	timed bool          // DecodeTimed: time the step on the GPU
 	gpu   time.Duration // the last timed step's GPU time

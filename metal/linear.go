@@ -1,0 +1,123 @@
+package metal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/lily-engine/lily/metal/device"
+)
+
+// The host side of each kernel (its grid and its buffer order, written down once, matching the
+// header comment of the kernel in kernels/*.metal) for the kernels every layer uses: quantized
+// mat-vec and GEMM, embedding, RMSNorm, the head's top-k; and the helpers the per-layer files
+// (deltanet.go, attention.go, moe.go) share. Activation arguments are windows of float32 (int32 for
+// ids) rows; shapes are in the comments as [rows, cols].
+
+// cdiv is a/b rounded up.
+func cdiv(a, b int) int { return (a + b - 1) / b }
+
+// inline is a kernel argument passed by value (setBytes).
+func inline(b []byte) device.Arg { return device.Arg{Bytes: b} }
+
+// grid is a 3-D size.
+func grid(x, y, z int) [3]int { return [3]int{x, y, z} }
+
+// lanes is the threadgroup size of a kernel whose threads stride over n items (or one SIMD group
+// per item): n rounded up to whole SIMD groups, at most limit. Small models then do not pay for
+// idle SIMD groups; the real model's widths reach the limit the kernel headers give.
+func lanes(n, limit int) int { return min(max(cdiv(n, 32), 1)*32, limit) }
+
+// qmv: y [out] = W x [in] (add: y += W x). One SIMD group per row, 8 rows per threadgroup.
+func qmv(m *qmat, x, y device.Arg, add bool) *device.Dispatch {
+	k := "qmv"
+	if add {
+		k = "qmv_add"
+	}
+	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, 8), 1, 1), Threads: grid(256, 1, 1),
+		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits))}}
+}
+
+// qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=). One SIMD group per 8×8 output tile.
+func qmm(m *qmat, t int, x, y device.Arg, add bool) *device.Dispatch {
+	a := 0
+	if add {
+		a = 1
+	}
+	return &device.Dispatch{Kernel: "qmm", Groups: grid(cdiv(m.out, 8), cdiv(t, 8), 1), Threads: grid(32, 1, 1),
+		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a))}}
+}
+
+// embed: out [t, H] = rows ids [t] of the quantized table.
+func embedRows(m *qmat, t int, ids, out device.Arg) *device.Dispatch {
+	return &device.Dispatch{Kernel: "embed", Groups: grid(cdiv(m.in, 256), t, 1), Threads: grid(256, 1, 1),
+		Args: []device.Arg{m.w, m.s, m.b, ids, out, inline(dims(m.out, m.in, m.bits))}}
+}
+
+// rmsNorm: y [t, n] = x / rms(x) · w, one threadgroup of 256 per row.
+func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.Dispatch {
+	return &device.Dispatch{Kernel: "rms_norm", Groups: grid(t, 1, 1), Threads: grid(lanes(n, 256), 1, 1),
+		Args: []device.Arg{x, *w, y, inline(dims(n, eps))}}
+}
+
+// logitsTopK: ids, vals [k] and lse [1] of x [V].
+func logitsTopK(s *sizes, k int, x, ids, vals, lse device.Arg) *device.Dispatch {
+	return &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(s.v, s.topkLanes), 1, 1),
+		Args: []device.Arg{x, ids, vals, lse, inline(dims(s.v, k))}}
+}
+
+// pipelineLanes sets the threadgroup sizes of the kernels that stride over any number of SIMD groups
+// (router_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
+// 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is lower.
+func (s *sizes) pipelineLanes(dev device.Device) error {
+	for _, p := range []struct {
+		kernel string
+		lanes  *int
+	}{{"router_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
+		n, err := dev.MaxThreads(p.kernel)
+		if err != nil {
+			return fmt.Errorf("metal: %w", err)
+		}
+		if n < 32 {
+			return fmt.Errorf("metal: %s allows %d threads per threadgroup; it needs at least one SIMD group of 32", p.kernel, n)
+		}
+		*p.lanes = min(n, device.MaxThreadgroup) / 32 * 32
+	}
+	return nil
+}
+
+// dims packs a kernel's dims struct: each value as a little-endian uint32 (int, uint32) or
+// float32 (float32, float64), in field order.
+func dims(vals ...any) []byte {
+	b := make([]byte, 0, 4*len(vals))
+	for _, v := range vals {
+		switch v := v.(type) {
+		case int:
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		case uint32:
+			b = binary.LittleEndian.AppendUint32(b, v)
+		case float32:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		case float64:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
+		default:
+			panic(fmt.Sprintf("metal: dims: unsupported field type %T", v)) // programming error in a plan
+		}
+	}
+	return b
+}
+
+// step is what a plan is built for: one decode token (t = 1, mat-vecs) or a prefill chunk of t rows
+// (GEMMs), at position pos.
+type step struct {
+	t, pos int
+	decode bool
+}
+
+// linear is Y [t, out] = X [t, in] · Wᵀ (add: Y +=) in the step's form: qmv in decode, qmm in prefill.
+func (p step) linear(m *qmat, x, y device.Arg, add bool) device.Command {
+	if p.decode {
+		return qmv(m, x, y, add)
+	}
+	return qmm(m, p.t, x, y, add)
+}
