@@ -22,6 +22,17 @@ const (
 	MLX
 )
 
+// String returns "hf" or "mlx".
+func (l Layout) String() string {
+	switch l {
+	case HF:
+		return "hf"
+	case MLX:
+		return "mlx"
+	}
+	return "unknown"
+}
+
 // Kind says how a tensor is stored.
 type Kind int
 
@@ -97,7 +108,7 @@ func LayerIndex(p, name string) (i int, ok bool) {
 		return 0, false
 	}
 	_, err := fmt.Sscanf(rest, "%d.", &i)
-	return i, err == nil
+	return i, err == nil && i >= 0
 }
 
 // Embed is the token embedding under the text prefix p.

@@ -101,7 +101,7 @@ func TestLayerIndex(t *testing.T) {
 			t.Errorf("LayerIndex(%q) = %d, %v; want %d", name, got, ok, i)
 		}
 	}
-	for _, name := range []string{Embed(realDims(), p).Name, p + "layers.x.norm", Prefix(HF) + "layers.1.mlp"} {
+	for _, name := range []string{Embed(realDims(), p).Name, p + "layers.x.norm", p + "layers.-1.mlp.gate", Prefix(HF) + "layers.1.mlp"} {
 		if i, ok := LayerIndex(p, name); ok {
 			t.Errorf("LayerIndex(%q) = %d, want none", name, i)
 		}
