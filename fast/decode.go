@@ -39,12 +39,12 @@ type vecJob struct {
 
 func newDecodeBufs(m *Model) *decodeBufs {
 	c := m.cfg
-	d := m.deltanet
+	d := m.dims
 	f := func(n int) []float32 { return make([]float32, n) }
 	b := &decodeBufs{
 		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
-		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * (d.dk + d.dv)), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
-		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
+		qkv: f(d.ConvDim()), u: f(d.ConvDim()), z: f(d.Hv * d.Dv), acc: f(d.Hv * (d.Dk + d.Dv)), o: f(d.Hv * d.Dv), y: f(d.Hv * d.Dv),
+		bb: f(d.Hv), aa: f(d.Hv), g: f(d.Hv), beta: f(d.Hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
@@ -185,13 +185,13 @@ func (s *Session) decodeStep(ctx context.Context) error {
 
 // deltanetDecode: b.r = DeltaNet(b.a) for one token, updating the conv and recurrent state.
 func (s *Session) deltanetDecode(li int, l *layer) {
-	m, b, d := s.m, s.dec, &s.m.deltanet
+	m, b, d := s.m, s.dec, &s.m.dims
 	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
 	s.cur = li
-	m.run.Run(d.c, s.tasks.conv)
+	m.run.Run(d.ConvDim(), s.tasks.conv)
 	normQK(d, b.u, m.qkScale())
 	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
-	m.run.Run(d.hv, s.tasks.heads)
+	m.run.Run(d.Hv, s.tasks.heads)
 	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
 }
 
@@ -211,13 +211,13 @@ func (s *Session) newDecodeTasks() decodeTasks {
 	return decodeTasks{
 		conv: func(lo, hi int) {
 			l := &s.m.layers[s.cur]
-			convStep(s.m.ops, &s.m.deltanet, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+			convStep(s.m.ops, &s.m.dims, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
 		},
 		heads: func(lo, hi int) {
-			d, b, l := &s.m.deltanet, s.dec, &s.m.layers[s.cur]
-			deltanetStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
+			d, b, l := &s.m.dims, s.dec, &s.m.layers[s.cur]
+			deltanetStep(s.m.ops, d, b.u, b.u[2*d.Hk*d.Dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
 			for h := lo; h < hi; h++ {
-				gatedNorm(s.m.ops, b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
+				gatedNorm(s.m.ops, b.o[h*d.Dv:(h+1)*d.Dv], b.z[h*d.Dv:(h+1)*d.Dv], l.gn, b.y[h*d.Dv:(h+1)*d.Dv], s.m.eps())
 			}
 		},
 		attend: attendTask{s},
@@ -226,13 +226,13 @@ func (s *Session) newDecodeTasks() decodeTasks {
 
 // normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
 // u: [C] with q heads then k heads first.
-func normQK(d *deltanetDims, u []float32, s float32) {
-	for h := 0; h < 2*d.hk; h++ {
+func normQK(d *checkpoint.Dims, u []float32, s float32) {
+	for h := 0; h < 2*d.Hk; h++ {
 		sc := float32(1)
-		if h < d.hk {
+		if h < d.Hk {
 			sc = s
 		}
-		l2normScale(u[h*d.dk:(h+1)*d.dk], d.eps, sc)
+		l2normScale(u[h*d.Dk:(h+1)*d.Dk], deltanetNormEps, sc)
 	}
 }
 

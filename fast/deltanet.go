@@ -2,20 +2,18 @@ package fast
 
 import (
 	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
-// deltanetDims are the Gated DeltaNet sizes of one layer.
-type deltanetDims struct {
-	hk, hv, dk, dv, k int // key heads, value heads, head dims, conv taps
-	c                 int // conv channels: 2*hk*dk + hv*dv
-	eps               float32
-}
+// deltanetNormEps is the epsilon of the q/k L2 normalisation (model.md §4.3 step 5).
+const deltanetNormEps = 1e-6
 
 // convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
 // x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
 // first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
-func convStep(ops vecOps, d *deltanetDims, w, state, x, out []float32, lo, hi int) {
-	k, c := d.k, d.c
+func convStep(ops vecOps, d *checkpoint.Dims, w, state, x, out []float32, lo, hi int) {
+	k, c := d.K, d.ConvDim()
 	for ch := lo; ch < hi; ch++ {
 		wc := w[ch*k : ch*k+k]
 		acc := wc[k-1] * x[ch]
@@ -36,8 +34,8 @@ func convStep(ops vecOps, d *deltanetDims, w, state, x, out []float32, lo, hi in
 // output); state: [(K-1)*C] updated to the last K-1 pre-conv rows. tmp: at least 2K·(hi-lo)
 // scratch: the kernel transposed to [K][hi-lo], then K row buffers holding the last K pre-conv rows
 // (a ring; slot i mod K is token i's).
-func convSeq(ops vecOps, d *deltanetDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
-	k, c, n := d.k, d.c, hi-lo
+func convSeq(ops vecOps, d *checkpoint.Dims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
+	k, c, n := d.K, d.ConvDim(), hi-lo
 	wt, ring := tmp[:k*n], tmp[k*n:(2*k)*n]
 	for ch := lo; ch < hi; ch++ {
 		for j := 0; j < k; j++ {
@@ -91,10 +89,10 @@ func l2normScale(x []float32, eps, s float32) {
 // (done once per key head by the caller), decay, delta update and output with the updated state.
 // qk: [2*Hk*Dk] normalised q (scaled by Dk^-1/2) then k; v: [Hv*Dv]; g, beta: [Hv];
 // state: [Hv, Dk, Dv] fp32; out: [Hv*Dv]; scr: [Hv*(Dk+Dv)] scratch.
-func deltanetStep(ops vecOps, d *deltanetDims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
-	dk, dv := d.dk, d.dv
-	rep := d.hv / d.hk
-	kOff := d.hk * dk
+func deltanetStep(ops vecOps, d *checkpoint.Dims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
+	dk, dv := d.Dk, d.Dv
+	rep := d.Hv / d.Hk
+	kOff := d.Hk * dk
 	for h := lo; h < hi; h++ {
 		kh := h / rep
 		q := qk[kh*dk : kh*dk+dk]

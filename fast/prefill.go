@@ -144,33 +144,33 @@ func addInto(x, r []float32) {
 
 // deltanetPrefill: r = DeltaNet(a) for t tokens. a, r: [t, H].
 func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
-	m, d := s.m, &s.m.deltanet
-	vd := d.hv * d.dv
-	qkv := make([]float32, t*d.c)
+	m, d := s.m, &s.m.dims
+	vd := d.Hv * d.Dv
+	qkv := make([]float32, t*d.ConvDim())
 	z := make([]float32, t*vd)
-	bb := make([]float32, t*d.hv)
-	aa := make([]float32, t*d.hv)
-	s.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
+	bb := make([]float32, t*d.Hv)
+	aa := make([]float32, t*d.Hv)
+	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
 	conv := s.conv[li]
-	m.run.Run(d.c, func(lo, hi int) {
-		tmp := make([]float32, 2*d.k*(hi-lo))
+	m.run.Run(d.ConvDim(), func(lo, hi int) {
+		tmp := make([]float32, 2*d.K*(hi-lo))
 		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
 	})
-	g := make([]float32, t*d.hv)
-	beta := make([]float32, t*d.hv)
+	g := make([]float32, t*d.Hv)
+	beta := make([]float32, t*d.Hv)
 	for i := 0; i < t; i++ {
-		normQK(d, qkv[i*d.c:(i+1)*d.c], m.qkScale())
-		gates(l.aLog, l.dtBias, aa[i*d.hv:(i+1)*d.hv], bb[i*d.hv:(i+1)*d.hv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv])
+		normQK(d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
+		gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
 	}
 	o := make([]float32, t*vd)
 	y := make([]float32, t*vd)
 	ssm := s.ssm[li]
-	m.run.Run(d.hv, func(lo, hi int) {
-		deltanetChunked(m.ops, d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
+	m.run.Run(d.Hv, func(lo, hi int) {
+		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi)
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
-				at := i*vd + h*d.dv
-				gatedNorm(m.ops, o[at:at+d.dv], z[at:at+d.dv], l.gn, y[at:at+d.dv], m.eps())
+				at := i*vd + h*d.Dv
+				gatedNorm(m.ops, o[at:at+d.Dv], z[at:at+d.Dv], l.gn, y[at:at+d.Dv], m.eps())
 			}
 		}
 	})
