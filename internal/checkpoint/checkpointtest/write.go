@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -84,8 +83,8 @@ func WriteSafetensors(path string, specs []Spec, rng *rand.Rand) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// fill writes a tensor's bytes: NormValue for 1-D BF16, small bf16 values for other BF16,
-// random words for U32.
+// fill writes a tensor's bytes: NormValue for 1-D BF16, small normal values rounded to bf16
+// (safetensors.Float32ToBF16) for other BF16, random words for U32.
 func fill(b []byte, s Spec, rng *rand.Rand) {
 	if s.DType != safetensors.BF16 {
 		for i := range b {
@@ -98,6 +97,6 @@ func fill(b []byte, s Spec, rng *rand.Rand) {
 		if len(s.Shape) != 1 {
 			v = float32(rng.NormFloat64() * 0.05)
 		}
-		binary.LittleEndian.PutUint16(b[2*i:], uint16(math.Float32bits(v)>>16))
+		binary.LittleEndian.PutUint16(b[2*i:], safetensors.Float32ToBF16(v))
 	}
 }
