@@ -11,6 +11,82 @@ type deltanetDims struct {
 	eps               float32
 }
 
+// deltanetDecode: b.r = DeltaNet(b.a) for one token, updating the conv and recurrent state.
+func (s *Session) deltanetDecode(li int, l *layer) {
+	m, b, d := s.m, s.dec, &s.m.deltanet
+	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
+	s.cur = li
+	m.run.Run(d.c, s.tasks.conv)
+	normQK(d, b.u, m.qkScale())
+	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
+	m.run.Run(d.hv, s.tasks.heads)
+	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
+}
+
+// deltanetPrefill: r = DeltaNet(a) for t tokens. a, r: [t, H].
+func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
+	m, d := s.m, &s.m.deltanet
+	vd := d.hv * d.dv
+	qkv := make([]float32, t*d.c)
+	z := make([]float32, t*vd)
+	bb := make([]float32, t*d.hv)
+	aa := make([]float32, t*d.hv)
+	s.muls(mulJob{l.qkv, a, t, qkv, d.c}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.hv}, mulJob{l.a, a, t, aa, d.hv})
+	conv := s.conv[li]
+	m.run.Run(d.c, func(lo, hi int) {
+		tmp := make([]float32, 2*d.k*(hi-lo))
+		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
+	})
+	g := make([]float32, t*d.hv)
+	beta := make([]float32, t*d.hv)
+	for i := 0; i < t; i++ {
+		normQK(d, qkv[i*d.c:(i+1)*d.c], m.qkScale())
+		gates(l.aLog, l.dtBias, aa[i*d.hv:(i+1)*d.hv], bb[i*d.hv:(i+1)*d.hv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv])
+	}
+	o := make([]float32, t*vd)
+	y := make([]float32, t*vd)
+	ssm := s.ssm[li]
+	m.run.Run(d.hv, func(lo, hi int) {
+		deltanetChunked(m.ops, d, t, qkv, d.c, qkv[2*d.hk*d.dk:], d.c, g, beta, ssm, o, s.scr, lo, hi)
+		for i := 0; i < t; i++ {
+			for h := lo; h < hi; h++ {
+				at := i*vd + h*d.dv
+				gatedNorm(m.ops, o[at:at+d.dv], z[at:at+d.dv], l.gn, y[at:at+d.dv], m.eps())
+			}
+		}
+	})
+	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
+}
+
+// deltanetDecodeTasks returns the DeltaNet decode's parallel loops (decodeTasks): the conv over
+// channels [lo, hi) and the delta rule with the gated norm over value heads [lo, hi), on layer s.cur.
+func (s *Session) deltanetDecodeTasks() (conv, heads func(lo, hi int)) {
+	conv = func(lo, hi int) {
+		l := &s.m.layers[s.cur]
+		convStep(s.m.ops, &s.m.deltanet, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+	}
+	heads = func(lo, hi int) {
+		d, b, l := &s.m.deltanet, s.dec, &s.m.layers[s.cur]
+		deltanetStep(s.m.ops, d, b.u, b.u[2*d.hk*d.dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
+		for h := lo; h < hi; h++ {
+			gatedNorm(s.m.ops, b.o[h*d.dv:(h+1)*d.dv], b.z[h*d.dv:(h+1)*d.dv], l.gn, b.y[h*d.dv:(h+1)*d.dv], s.m.eps())
+		}
+	}
+	return conv, heads
+}
+
+// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
+// u: [C] with q heads then k heads first.
+func normQK(d *deltanetDims, u []float32, s float32) {
+	for h := 0; h < 2*d.hk; h++ {
+		sc := float32(1)
+		if h < d.hk {
+			sc = s
+		}
+		l2normScale(u[h*d.dk:(h+1)*d.dk], d.eps, sc)
+	}
+}
+
 // convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
 // x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
 // first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
@@ -117,16 +193,4 @@ func deltanetStep(ops vecOps, d *deltanetDims, qk, v, g, beta, state, out, scr [
 		// S = decay*S + k ⊗ delta; out = Sᵀq, accumulated in the same pass.
 		ops.deltaUpdate(s, decay, k, q, delta, o)
 	}
-}
-
-func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-
-// softplus matches torch: x for x > 20, else log(1+exp(x)).
-func softplus(x float32) float32 {
-	if x > 20 {
-		return x
-	}
-	return float32(math.Log1p(math.Exp(float64(x))))
 }
