@@ -31,12 +31,12 @@ type decodeBufs struct {
 
 func newDecodeBufs(m *Model) *decodeBufs {
 	c := m.cfg
-	d := m.deltanet
+	d := m.dims
 	f := func(n int) []float32 { return make([]float32, n) }
 	b := &decodeBufs{
 		h: f(c.HiddenSize), a: f(c.HiddenSize), r: f(c.HiddenSize),
-		qkv: f(d.c), u: f(d.c), z: f(d.hv * d.dv), acc: f(d.hv * (d.dk + d.dv)), o: f(d.hv * d.dv), y: f(d.hv * d.dv),
-		bb: f(d.hv), aa: f(d.hv), g: f(d.hv), beta: f(d.hv),
+		qkv: f(d.ConvDim()), u: f(d.ConvDim()), z: f(d.Hv * d.Dv), acc: f(d.Hv * (d.Dk + d.Dv)), o: f(d.Hv * d.Dv), y: f(d.Hv * d.Dv),
+		bb: f(d.Hv), aa: f(d.Hv), g: f(d.Hv), beta: f(d.Hv),
 		q2: f(2 * c.NumHeads * c.HeadDim), kk: f(c.NumKVHeads * c.HeadDim), vv: f(c.NumKVHeads * c.HeadDim),
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
