@@ -4,6 +4,12 @@
 // resident); prefill processes the prompt in chunks (row-dequantized GEMMs reused across tokens,
 // tokens grouped by expert, the chunked delta rule, causal attention tiled over query rows).
 // The heavy loops run on a fixed worker pool; nothing is allocated per token.
+//
+// The files follow the model's layers, as ref's do, each holding its decode and prefill:
+// deltanet.go (with the chunked delta rule in deltanet_chunk.go), attention.go, moe.go, and
+// linear.go (the gathered mat-vec and mat-mat dispatches). decode.go and prefill.go drive the two
+// phases over the layers; session.go holds a sequence's state, kvcache.go its attention cache,
+// weights.go the matrix views, ops.go the shared vector loops, trace.go the observed twins.
 package fast
 
 import (
