@@ -25,7 +25,8 @@ func (f Footprint) Total() int64 { return f.Weights + f.KV + f.State + f.Buffers
 
 // KVBytes is the KV cache of every attention layer of cfg at ctx tokens: keys and values as fp16.
 func KVBytes(cfg *checkpoint.Config, ctx int) int64 {
-	return int64(cfg.NumLayersOf(checkpoint.FullAttention)) * 2 * int64(ctx) * kvElem * int64(cfg.NumKVHeads*cfg.HeadDim)
+	d := cfg.Dims()
+	return int64(d.Count(checkpoint.FullAttention)) * 2 * int64(ctx) * kvElem * int64(d.KVWidth())
 }
 
 // footprint computes what e needs for w on the device (e's sizes, context, chunk and top-k set).
@@ -59,9 +60,9 @@ func (e *Model) footprint(w *checkpoint.Weights) Footprint {
 		f.Weights += int64(4*len(v)+255) &^ 255
 	}
 	s := &e.sizes
-	f.State = 4 * int64(e.cfg.NumLayersOf(checkpoint.LinearAttention)) * int64(s.c*(s.conv-1)+s.hv*s.dk*s.dv)
+	f.State = 4 * int64(s.dims.Count(checkpoint.LinearAttention)) * int64(s.dims.DeltaNetState())
 	if f.KV > 0 {
-		big(int64(e.maxCtx)*kvElem*int64(s.hkv*s.d), fmt.Sprintf("KV cache of one layer at %d tokens", e.maxCtx))
+		big(int64(e.maxCtx)*kvElem*int64(s.dims.KVWidth()), fmt.Sprintf("KV cache of one layer at %d tokens", e.maxCtx))
 	}
 	_, p, io := e.scratchLayout()
 	all := int64(4 * e.chunk * s.v)

@@ -38,13 +38,24 @@ type Model struct {
 	foot   Footprint   // what the model needs on the device, checked before upload
 }
 
-// sizes are the model dimensions the plans use.
+// sizes are the model dimensions the plans use: the config's Dims, and its sizes under the short
+// names the plans were written with (newSizes derives them from dims, nowhere else), with the
+// RMSNorm epsilon and the device's lane counts.
 type sizes struct {
+	dims                              checkpoint.Dims
 	h, v, layers, e, k, inter, shared int
 	hq, hkv, d, rot                   int
 	hk, hv, dk, dv, conv, c           int
 	eps                               float32
 	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
+}
+
+// newSizes derives the plans' sizes from c.Dims.
+func newSizes(c *checkpoint.Config) sizes {
+	d := c.Dims()
+	return sizes{dims: d, h: d.H, v: d.Vocab, layers: d.NumLayers(), e: d.E, k: d.TopK, inter: d.I, shared: d.Is,
+		hq: d.Hq, hkv: d.Hkv, d: d.D, rot: d.Rot, hk: d.Hk, hv: d.Hv, dk: d.Dk, dv: d.Dv, conv: d.K, c: d.ConvDim(),
+		eps: float32(c.RMSNormEps)}
 }
 
 // newModel prepares w for the Metal plans on dev (which the Model does not own; Open sets ownDev
@@ -68,10 +79,7 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	}
 	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK}
 	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
-	e.sizes = sizes{h: c.HiddenSize, v: c.VocabSize, layers: c.NumLayers, e: c.NumExperts, k: c.NumExpertsPerTok,
-		inter: c.MoEIntermediate, shared: c.SharedIntermediate, hq: c.NumHeads, hkv: c.NumKVHeads, d: c.HeadDim,
-		rot: c.RotaryDim(), hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
-		dv: c.LinearValueHeadDim, conv: c.LinearConvKernel, c: c.ConvDim(), eps: float32(c.RMSNormEps)}
+	e.sizes = newSizes(c)
 	if err := checkLimits(w, &e.sizes); err != nil {
 		return nil, err
 	}
