@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
 // Validate checks the config's derived sizes and every tensor of w against them: each layer's kind,
@@ -37,14 +38,14 @@ func (w *Weights) Validate() error {
 	if len(c.LayerTypes) != c.NumLayers || len(w.Layers) != c.NumLayers {
 		return fmt.Errorf("config has %d layers and %d layer types; weights have %d layers", c.NumLayers, len(c.LayerTypes), len(w.Layers))
 	}
-	h := c.HiddenSize
-	if err := checkShape(&w.Embed, 0, c.VocabSize, h); err != nil {
+	d := c.Dims()
+	if err := checkShape(&w.Embed, tensortable.Embed(d, "")); err != nil {
 		return err
 	}
-	if err := checkShape(&w.LMHead, 0, c.VocabSize, h); err != nil {
+	if err := checkShape(&w.LMHead, tensortable.LMHead(d, LayoutMLX)); err != nil {
 		return err
 	}
-	if err := checkLen("final norm", w.FinalNorm, h); err != nil {
+	if err := checkLen("final norm", w.FinalNorm, tensortable.FinalNorm(d, "")); err != nil {
 		return err
 	}
 	for i := range w.Layers {
@@ -55,15 +56,18 @@ func (w *Weights) Validate() error {
 	return nil
 }
 
+// validateLayer checks layer i against the tensor table's logical shapes. The table's MLX layout
+// lists the routed experts as the three [E, out, in] matrices every Weights holds (HF's fused
+// tensor is split into Gate and Up by the loader).
 func validateLayer(c *Config, l *Layer, i int) error {
-	h := c.HiddenSize
 	if l.Kind != c.LayerTypes[i] {
 		return fmt.Errorf("kind %d, config says %d", l.Kind, c.LayerTypes[i])
 	}
-	if err := checkLen("input norm", l.InputNorm, h); err != nil {
+	t := tensortable.Layer(c.Dims(), LayoutMLX, "", i)
+	if err := checkLen("input norm", l.InputNorm, t.InputNorm); err != nil {
 		return err
 	}
-	if err := checkLen("post-attention norm", l.PostNorm, h); err != nil {
+	if err := checkLen("post-attention norm", l.PostNorm, t.PostNorm); err != nil {
 		return err
 	}
 	switch l.Kind {
@@ -71,60 +75,58 @@ func validateLayer(c *Config, l *Layer, i int) error {
 		if l.DeltaNet == nil {
 			return errors.New("linear-attention layer without DeltaNet weights")
 		}
-		if err := validateDeltaNet(c, l.DeltaNet); err != nil {
+		if err := validateDeltaNet(c, l.DeltaNet, t.DeltaNet); err != nil {
 			return err
 		}
 	case FullAttention:
 		if l.Attn == nil {
 			return errors.New("full-attention layer without attention weights")
 		}
-		if err := validateAttn(c, l.Attn); err != nil {
+		if err := validateAttn(c, l.Attn, t.Attention); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("unknown layer kind %d", l.Kind)
 	}
-	m := &l.MoE
-	e, in, is := c.NumExperts, c.MoEIntermediate, c.SharedIntermediate
+	m, tm := &l.MoE, t.MoE
 	for _, s := range []struct {
-		m              *Matrix
-		experts, o, in int
-	}{{&m.Router, 0, e, h}, {&m.Gate, e, in, h}, {&m.Up, e, in, h}, {&m.Down, e, h, in},
-		{&m.SharedGate, 0, is, h}, {&m.SharedUp, 0, is, h}, {&m.SharedDown, 0, h, is}, {&m.SharedEG, 0, 1, h}} {
-		if err := checkShape(s.m, s.experts, s.o, s.in); err != nil {
+		m *Matrix
+		t tensortable.Tensor
+	}{{&m.Router, tm.Router}, {&m.Gate, tm.Gate}, {&m.Up, tm.Up}, {&m.Down, tm.Down},
+		{&m.SharedGate, tm.SharedGate}, {&m.SharedUp, tm.SharedUp}, {&m.SharedDown, tm.SharedDown}, {&m.SharedEG, tm.SharedEG}} {
+		if err := checkShape(s.m, s.t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validateDeltaNet(c *Config, g *DeltaNet) error {
+func validateDeltaNet(c *Config, g *DeltaNet, t *tensortable.DeltaNetTensors) error {
 	hk, hv, dk, dv, k := c.LinearNumKeyHeads, c.LinearNumValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim, c.LinearConvKernel
 	if hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || k <= 0 || hv%hk != 0 {
 		return fmt.Errorf("config DeltaNet heads hk=%d hv=%d dk=%d dv=%d kernel=%d: need positive sizes and hv %% hk == 0", hk, hv, dk, dv, k)
 	}
-	h, conv := c.HiddenSize, c.ConvDim()
 	for _, s := range []struct {
-		m     *Matrix
-		o, in int
-	}{{&g.QKV, conv, h}, {&g.Z, hv * dv, h}, {&g.B, hv, h}, {&g.A, hv, h}, {&g.Out, h, hv * dv}} {
-		if err := checkShape(s.m, 0, s.o, s.in); err != nil {
+		m *Matrix
+		t tensortable.Tensor
+	}{{&g.QKV, t.QKV}, {&g.Z, t.Z}, {&g.B, t.B}, {&g.A, t.A}, {&g.Out, t.Out}} {
+		if err := checkShape(s.m, s.t); err != nil {
 			return err
 		}
 	}
 	for _, s := range []struct {
 		name string
 		v    []float32
-		n    int
-	}{{"conv1d", g.Conv, conv * k}, {"A_log", g.ALog, hv}, {"dt_bias", g.DtBias, hv}, {"gated norm", g.Norm, dv}} {
-		if err := checkLen(s.name, s.v, s.n); err != nil {
+		t    tensortable.Tensor
+	}{{"conv1d", g.Conv, t.Conv}, {"A_log", g.ALog, t.ALog}, {"dt_bias", g.DtBias, t.DtBias}, {"gated norm", g.Norm, t.Norm}} {
+		if err := checkLen(s.name, s.v, s.t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validateAttn(c *Config, a *Attention) error {
+func validateAttn(c *Config, a *Attention, t *tensortable.AttentionTensors) error {
 	hq, hkv, d, rot := c.NumHeads, c.NumKVHeads, c.HeadDim, c.RotaryDim()
 	if hq <= 0 || hkv <= 0 || d <= 0 || hq%hkv != 0 {
 		return fmt.Errorf("config attention heads hq=%d hkv=%d d=%d: need positive sizes and hq %% hkv == 0", hq, hkv, d)
@@ -132,22 +134,24 @@ func validateAttn(c *Config, a *Attention) error {
 	if rot < 0 || rot > d || rot%2 != 0 || c.RopeTheta <= 0 {
 		return fmt.Errorf("config rotary dim %d (head dim %d) and theta %g: need an even rotary dim ≤ head dim and theta > 0", rot, d, c.RopeTheta)
 	}
-	h := c.HiddenSize
 	for _, s := range []struct {
-		m     *Matrix
-		o, in int
-	}{{&a.Q, hq * d * 2, h}, {&a.K, hkv * d, h}, {&a.V, hkv * d, h}, {&a.O, h, hq * d}} {
-		if err := checkShape(s.m, 0, s.o, s.in); err != nil {
+		m *Matrix
+		t tensortable.Tensor
+	}{{&a.Q, t.Q}, {&a.K, t.K}, {&a.V, t.V}, {&a.O, t.O}} {
+		if err := checkShape(s.m, s.t); err != nil {
 			return err
 		}
 	}
-	if err := checkLen("q_norm", a.QNorm, d); err != nil {
+	if err := checkLen("q_norm", a.QNorm, t.QNorm); err != nil {
 		return err
 	}
-	return checkLen("k_norm", a.KNorm, d)
+	return checkLen("k_norm", a.KNorm, t.KNorm)
 }
 
-func checkLen(name string, v []float32, n int) error {
+// checkLen checks a float32 vector against t's stored shape (the conv weight's [C, 1, K] or
+// [C, K, 1] holds C·K values).
+func checkLen(name string, v []float32, t tensortable.Tensor) error {
+	n := int(numel(t.Shape))
 	if len(v) != n {
 		return fmt.Errorf("%s has %d values, want %d", name, len(v), n)
 	}
@@ -199,8 +203,13 @@ func (m *Matrix) Check() error {
 	return nil
 }
 
-// checkShape reports whether m is a checked matrix of the expected logical shape.
-func checkShape(m *Matrix, experts, out, in int) error {
+// checkShape reports whether m is a checked matrix of t's logical shape, [out, in] or
+// [experts, out, in].
+func checkShape(m *Matrix, t tensortable.Tensor) error {
+	experts, out, in := 0, t.Shape[0], t.Shape[1]
+	if len(t.Shape) == 3 {
+		experts, out, in = t.Shape[0], t.Shape[1], t.Shape[2]
+	}
 	if m.Experts != experts || m.Out != out || m.In != in {
 		return fmt.Errorf("matrix %s: shape experts=%d [%d, %d], want experts=%d [%d, %d]",
 			m.Name, m.Experts, m.Out, m.In, experts, out, in)
