@@ -203,7 +203,8 @@ func (e *encoder) bind(i int, c *Dispatch) {
 }
 
 // Counts are what an encoding costs: dispatches, barriers, passes, command buffers, and the
-// Objective-C messages the bridge sends for it (one per Op).
+// Objective-C messages the bridge sends for it: one per Op, and the two of the autorelease pool
+// each Run drains.
 type Counts struct {
 	Dispatches, Copies, Barriers, Passes, CommandBuffers, Calls int
 	ByKind                                                      [numOpKinds]int
@@ -217,7 +218,7 @@ func Count(ops []Op) Counts {
 	}
 	c.Dispatches, c.Copies, c.Barriers = c.ByKind[OpDispatch], c.ByKind[OpCopy], c.ByKind[OpBarrier]
 	c.Passes = c.ByKind[OpComputeEncoder] + c.ByKind[OpBlitEncoder]
-	c.CommandBuffers, c.Calls = c.ByKind[OpCommandBuffer], len(ops)
+	c.CommandBuffers, c.Calls = c.ByKind[OpCommandBuffer], len(ops)+poolCalls
 	return c
 }
 
@@ -226,6 +227,13 @@ func Count(ops []Op) Counts {
 // several inline blocks, or whose buffer runs are broken by them, may exceed it.
 const CallsPerDispatchBound = 5
 
-// perCommandBuffer is the fixed messages of one command buffer: create, commit, wait, status, and
+// poolCalls are the autorelease pool's new and drain around each Run.
+const poolCalls = 2
+
+// PerCommandBuffer is the fixed messages of one command buffer: create, commit, wait, status, and
 // its first pass's encoder and endEncoding.
-const perCommandBuffer = 6
+const PerCommandBuffer = 6
+
+// CallBound is the most messages an encoding of d dispatches in cb command buffers may take
+// (CallsPerDispatchBound per dispatch, PerCommandBuffer per command buffer, the pool's two).
+func CallBound(d, cb int) int { return CallsPerDispatchBound*d + PerCommandBuffer*cb + poolCalls }
