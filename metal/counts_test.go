@@ -51,7 +51,7 @@ func TestPlanCountsRealPattern(t *testing.T) {
 	if per := (d.Dispatches - 4) / w.Config.NumLayers; per > maxDispatchesPerLayer {
 		t.Errorf("%d dispatches per layer, budget %d", per, maxDispatchesPerLayer)
 	}
-	for name, c := range map[string]device.Counts{"decode": pc.Decode, "prefill": pc.Prefill, "last prefill": pc.PrefillLast} {
+	for name, c := range map[string]device.Counts{"decode": pc.Decode.Counts, "prefill": pc.Prefill.Counts, "last prefill": pc.PrefillLast.Counts} {
 		if b := device.CallBound(c.Dispatches+c.Copies, c.CommandBuffers); c.Calls > b {
 			t.Errorf("%s: %d calls for %d dispatches in %d command buffers, bound %d", name, c.Calls, c.Dispatches, c.CommandBuffers, b)
 		}
