@@ -122,12 +122,51 @@ func (h *Honest) Prefill(n int) (Breakdown, error) {
 // step prices one command list of T tokens: cs per token, pc its plan's counts, groups scaling
 // pc's threadgroups to this step's rows.
 func (h *Honest) step(cs []Cost, T int, pc metal.PlanCost, groups float64) (Breakdown, error) {
+	b, _, err := h.price(cs, T, pc, groups)
+	return b, err
+}
+
+// KernelTime is one kernel's part of a step: its dispatches, threadgroups per dispatch, the
+// fraction of the bandwidth its grid can draw, and its modelled time (design, occupancy, launch
+// floor and, for deltanet_scan, the sequential walk's latency). Barriers, submission and CPU
+// encoding are the step's, not a kernel's.
+type KernelTime struct {
+	Kernel     string
+	Dispatches int
+	Groups     float64 // per dispatch
+	Occupancy  float64
+	Seconds    float64
+}
+
+// DecodeKernels is Decode's time kernel by kernel, slowest first.
+func (h *Honest) DecodeKernels(ctx int) ([]KernelTime, error) {
+	cs, err := DecodeCosts(h.Cfg, ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, ks, err := h.price(cs, 1, h.Plans.Decode, 1)
+	return ks, err
+}
+
+// ChunkKernels is the engine's first full prefill chunk (no head) kernel by kernel, slowest first.
+func (h *Honest) ChunkKernels() ([]KernelTime, error) {
+	cs, err := costs(h.Cfg, h.Plans.Chunk, 0, false, false)
+	if err != nil {
+		return nil, err
+	}
+	_, ks, err := h.price(cs, h.Plans.Chunk, h.Plans.Prefill, 1)
+	return ks, err
+}
+
+// price is step, with each kernel's time.
+func (h *Honest) price(cs []Cost, T int, pc metal.PlanCost, groups float64) (Breakdown, []KernelTime, error) {
 	if err := h.check(cs, pc); err != nil {
-		return Breakdown{}, err
+		return Breakdown{}, nil, err
 	}
 	g, o := h.GPU, h.Over
 	var b Breakdown
 	work := map[string]float64{} // each kernel's priced time
+	occs := map[string]float64{}
 	for _, c := range cs {
 		d := h.Designs[c.Kernel]
 		l := pc.Kernels[c.Kernel]
@@ -139,15 +178,31 @@ func (h *Honest) step(cs []Cost, T int, pc metal.PlanCost, groups float64) (Brea
 		b[TermDesign] += t * (full - ideal)
 		b[TermOccupancy] += t * (full/occ - full)
 		work[c.Kernel] += t * full / occ
+		occs[c.Kernel] = occ
 	}
 	// Launching threadgroups is a throughput limit of its own: a kernel takes at least its
 	// threadgroups × Group, which only shows where most of them have no work (empty grids).
+	var ks []KernelTime
 	for k, l := range pc.Kernels {
-		b[TermGroups] += max(0, o.Group*float64(l.Groups)*groups-work[k])
+		launch := max(0, o.Group*float64(l.Groups)*groups-work[k])
+		b[TermGroups] += launch
+		ks = append(ks, KernelTime{Kernel: k, Dispatches: l.Dispatches, Groups: groups * float64(l.Groups) / float64(l.Dispatches),
+			Occupancy: occs[k], Seconds: work[k] + launch})
 	}
 	if l := pc.Kernels["deltanet_scan"]; l.Dispatches > 0 {
 		b[TermLatency] = max(0, o.ScanStep*float64(T*l.Dispatches)-work["deltanet_scan"])
+		for i := range ks {
+			if ks[i].Kernel == "deltanet_scan" {
+				ks[i].Seconds += b[TermLatency]
+			}
+		}
 	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].Seconds != ks[j].Seconds {
+			return ks[i].Seconds > ks[j].Seconds
+		}
+		return ks[i].Kernel < ks[j].Kernel
+	})
 	steps := pc.Barriers + pc.Passes
 	if h.Serial {
 		steps = pc.Dispatches + pc.Copies
@@ -160,7 +215,7 @@ func (h *Honest) step(cs []Cost, T int, pc metal.PlanCost, groups float64) (Brea
 	// unless it is the slower of the two.
 	first := cpu * float64(min(pc.Dispatches, 16)) / float64(max(pc.Dispatches, 1))
 	b[TermCPU] = first + max(0, cpu-first-gpu)
-	return b, nil
+	return b, ks, nil
 }
 
 // check requires the cost table and the plan to name the same kernels, and a design for each:

@@ -81,6 +81,18 @@ func honestDoc(b *strings.Builder, cfg *checkpoint.Config, pc metal.PlanCounts) 
 	breakdown(w, dec, 1)
 	w("Concurrent passes with computed barriers: **%.0f tok/s**; the same plan in a serial encoder (one\n", 1/dec.Total())
 	w("step per dispatch): %.0f tok/s.\n\n", 1/ser.Total())
+	dk, err := h.DecodeKernels(256)
+	if err != nil {
+		return err
+	}
+	w("By kernel (the rows `lily bench --backend metal` measures):\n\n")
+	kernelTable(w, dk, 1)
+	ck, err := h.ChunkKernels()
+	if err != nil {
+		return err
+	}
+	w("### A prefill chunk of %d tokens, by kernel (per token)\n\n", pc.Chunk)
+	kernelTable(w, ck, float64(pc.Chunk))
 
 	r, err := h.AtLengths(-1)
 	if err != nil {
@@ -118,6 +130,16 @@ func honestDoc(b *strings.Builder, cfg *checkpoint.Config, pc metal.PlanCounts) 
 	}
 	w("\n")
 	return nil
+}
+
+// kernelTable prints kernel times, per token of a step of T tokens.
+func kernelTable(w func(string, ...any), ks []KernelTime, T float64) {
+	w("| kernel | dispatches | threadgroups per dispatch | bandwidth its grid can draw | µs per token |\n")
+	w("|---|---:|---:|---:|---:|\n")
+	for _, k := range ks {
+		w("| `%s` | %d | %.0f | %.0f%% | %.1f |\n", k.Kernel, k.Dispatches, k.Groups, 100*k.Occupancy, k.Seconds/T*1e6)
+	}
+	w("\n")
 }
 
 // breakdown prints a step's terms and what the step would take without each.
