@@ -13,7 +13,7 @@ import (
 // barriers and Objective-C messages of one decode token and of one prefill chunk. The
 // performance model prices its launch and encoding terms from them.
 type PlanCounts struct {
-	Chunk       int      // prompt tokens per prefill chunk
+	Chunk       int      // prompt tokens per prefill chunk (the context, where that is shorter)
 	Decode      PlanCost // one decode token (at position 0)
 	Prefill     PlanCost // one full chunk that is not the prompt's last (no lm_head)
 	PrefillLast PlanCost // the prompt's last chunk, with the head on its last row
@@ -57,14 +57,16 @@ func (e *Model) PlanCounts() (PlanCounts, error) {
 	defer s.Close()
 	sp := device.DefaultSplit()
 	enc := func(cmds []device.Command) (PlanCost, error) { return planCost(cmds, acc, sp) }
-	pc := PlanCounts{Chunk: e.chunk}
+	// A chunk cannot outrun the KV cache: with a context shorter than the chunk, a chunk is the
+	// whole context.
+	pc := PlanCounts{Chunk: min(e.chunk, e.maxCtx)}
 	if pc.Decode, err = enc(s.decodePlan()); err != nil {
 		return PlanCounts{}, fmt.Errorf("metal: decode plan: %w", err)
 	}
-	if pc.Prefill, err = enc(s.prefillPlan(e.chunk, false, false)); err != nil {
+	if pc.Prefill, err = enc(s.prefillPlan(pc.Chunk, false, false)); err != nil {
 		return PlanCounts{}, fmt.Errorf("metal: prefill plan: %w", err)
 	}
-	if pc.PrefillLast, err = enc(s.prefillPlan(e.chunk, false, true)); err != nil {
+	if pc.PrefillLast, err = enc(s.prefillPlan(pc.Chunk, false, true)); err != nil {
 		return PlanCounts{}, fmt.Errorf("metal: last prefill plan: %w", err)
 	}
 	return pc, nil

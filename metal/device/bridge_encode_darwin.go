@@ -135,6 +135,24 @@ func (d *MetalDevice) RunTimed(cmds []Command) (time.Duration, error) {
 	return t[len(t)-1].end - t[0].start, nil
 }
 
+// RunProfiled runs cmds one dispatch per command buffer and returns each command's GPU time (its
+// command buffer's GPUEndTime − GPUStartTime; copies count in the dispatch before them).
+func (d *MetalDevice) RunProfiled(cmds []Command) ([]time.Duration, error) {
+	var t []cbTime
+	if err := d.run(cmds, ProfileSplit(), &t); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(cmds))
+	for _, o := range Encode(cmds, d.acc, ProfileSplit()) {
+		if o.Kind == OpDispatch && o.CB < len(t) {
+			out[o.Cmd] = t[o.CB].end - t[o.CB].start
+		}
+	}
+	return out, nil
+}
+
+var _ Profiler = (*MetalDevice)(nil)
+
 // cbTime is one command buffer's GPUStartTime and GPUEndTime (seconds on the GPU's clock, as a
 // Duration since that clock's origin).
 type cbTime struct{ start, end time.Duration }
