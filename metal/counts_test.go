@@ -14,7 +14,7 @@ func realPattern(t *testing.T) *checkpoint.Weights {
 	t.Helper()
 	d := testDims()
 	r := checkpointtest.Real()
-	d.Layers, d.Interval, d.Bits, d.GroupSize, d.GateBits = r.Layers, r.Interval, r.Bits, r.GroupSize, r.GateBits
+	d.LayerTypes, d.Bits, d.GroupSize, d.GateBits = r.LayerTypes, r.Bits, r.GroupSize, r.GateBits
 	dir := t.TempDir()
 	if err := checkpointtest.Write(dir, d.ConfigJSON("mlx"), d.Specs("mlx"), 2, 7); err != nil {
 		t.Fatal(err)

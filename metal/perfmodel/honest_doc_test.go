@@ -154,7 +154,7 @@ func breakdown(w func(string, ...any), b Breakdown, tokens float64) {
 
 // chunkTable prints what the prefill chunk implies: experts touched and re-read per chunk.
 func chunkTable(w func(string, ...any), h *Honest) error {
-	d, err := newDims(h.Cfg)
+	d, err := newModel(h.Cfg)
 	if err != nil {
 		return err
 	}
@@ -163,10 +163,10 @@ func chunkTable(w func(string, ...any), h *Honest) error {
 	w("k/E)^T) of them), in every layer. The engine's chunk is %d tokens.\n\n", h.Plans.Chunk)
 	w("| chunk | experts touched per layer | expert GB read per chunk | expert MB per token | prefill cap from those reads alone | prefill mean (model) |\n")
 	w("|---:|---:|---:|---:|---:|---:|\n")
-	expert := 3 * d.mat(d.I, d.H, d.bits) * float64(d.nDeltaNet+d.nAttn)
+	expert := 3 * d.mat(fl(d.I), fl(d.H), d.bits) * float64(d.NumLayers())
 	defer func() { h.Chunk = 0 }()
 	for _, C := range []int{128, 512, 2048, 8192} {
-		touched := touchedExperts(d.E, d.TopK, float64(C))
+		touched := touchedExperts(fl(d.E), fl(d.TopK), float64(C))
 		perChunk := touched * expert
 		h.Chunk = C
 		r, err := h.AtLengths(-1)
