@@ -87,6 +87,7 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline (weights; %.1f%% of the whole traffic's); prefill at %d tokens: %.1f%% of the compute peak\n",
 		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.DecodeTrafficFrac, near, 100*rep.PrefillComputeFrac)
 	printLlamaBench(w, rep)
+	printKernels(w, rep.Kernels)
 }
 
 // printLlamaBench prints the results under llama-bench's test names (pp<prompt>, tg<n>@d<depth>),

@@ -67,6 +67,10 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 		if err != nil {
 			return rep, fmt.Errorf("backend %s: performance model: %w", s.name, err)
 		}
+		fmt.Fprintf(r.progress, "lily bench: %s, profiling a decode step kernel by kernel…\n", s.name)
+		if rep.Kernels, err = kernelRows(l.backend, cfg, bw); err != nil {
+			return rep, fmt.Errorf("backend %s: kernel profile: %w", s.name, err)
+		}
 	}
 	return rep, nil
 }

@@ -204,6 +204,18 @@ type Report struct {
 	WeightsBytes       int64    `json:"weights_bytes,omitempty"`   // the mapped checkpoint tensors
 	WarmUp             bool     `json:"warmup"`                    // an uncounted run preceded the measurements
 	Repetitions        int      `json:"repetitions"`               // measurements per prompt length
+	// Kernels are a GPU backend's decode step kernel by kernel: measured (one command buffer per
+	// dispatch) against the performance model.
+	Kernels []KernelRow `json:"kernels,omitempty"`
+}
+
+// KernelRow is one kernel of a profiled decode step: its dispatches, the measured time (GPU time
+// on Metal; wall clock on the emulator) and the performance model's, in microseconds.
+type KernelRow struct {
+	Kernel     string  `json:"kernel"`
+	Dispatches int     `json:"dispatches"`
+	MeasuredUS float64 `json:"measured_us"`
+	ModelledUS float64 `json:"modelled_us"`
 }
 
 // AgainstModel fills each result's prediction by predict(promptTokens) and the measured/predicted

@@ -32,6 +32,8 @@ type MetalDevice struct {
 	limits          Limits // read once at open
 	res             residency
 	compileLog      string // the library compiler's warnings (empty when it had none)
+	acc             Access // which kernel arguments are written: where barriers go
+	enc             encScratch
 }
 
 type pipeline struct {
@@ -60,9 +62,10 @@ type mtlSize struct {
 
 // Metal constants (MTLResourceOptions, MTLCommandBufferStatus).
 const (
-	mtlStorageShared  = 0 << 4
-	mtlStoragePrivate = 2 << 4
-	mtlStatusError    = 5
+	mtlStorageShared   = 0 << 4
+	mtlStoragePrivate  = 2 << 4
+	mtlStatusCommitted = 2
+	mtlStatusError     = 5
 )
 
 // NewMetalDevice opens the system default Metal device, compiles metal.Source() and starts the

@@ -29,6 +29,12 @@ func (d *MetalDevice) open() error {
 		return fmt.Errorf("metal: loading Metal.framework: %w", err)
 	}
 	d.sel = newSelectors()
+	if err := d.openMsgSend(); err != nil {
+		return err
+	}
+	if d.acc, err = NewAccess(Source()); err != nil {
+		return err
+	}
 	pool := objc.ID(objc.GetClass("NSAutoreleasePool")).Send(d.sel.new)
 	defer pool.Send(d.sel.drain)
 	if d.dev, d.limits.Source, err = systemDevice(lib, d.sel); err != nil {

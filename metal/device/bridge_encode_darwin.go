@@ -1,7 +1,6 @@
 package device
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 	"unsafe"
@@ -23,6 +22,8 @@ type selectors struct {
 	recommendedMaxWorkingSetSize, respondsToSelector, setMathMode               objc.SEL
 	setMathFloatingPointFunctions, count, objectAtIndex, retain                 objc.SEL
 	gpuStartTime, gpuEndTime                                                    objc.SEL
+	computeCommandEncoderWithDispatchType, setBuffersOffsetsWithRange           objc.SEL
+	memoryBarrierWithScope                                                      objc.SEL
 }
 
 func newSelectors() selectors {
@@ -54,6 +55,9 @@ func newSelectors() selectors {
 		setMathFloatingPointFunctions: r("setMathFloatingPointFunctions:"),
 		count:                         r("count"), objectAtIndex: r("objectAtIndex:"), retain: r("retain"),
 		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
+		computeCommandEncoderWithDispatchType: r("computeCommandEncoderWithDispatchType:"),
+		setBuffersOffsetsWithRange:            r("setBuffers:offsets:withRange:"),
+		memoryBarrierWithScope:                r("memoryBarrierWithScope:"),
 	}
 }
 
@@ -116,124 +120,104 @@ func (d *MetalDevice) Download(dst []byte, src Buffer, off int) error {
 	return d.Download(dst, st, 0)
 }
 
-// Run encodes cmds into one command buffer (consecutive dispatches share a compute encoder,
-// copies a blit encoder), commits it and waits; a failed command buffer returns Metal's error text.
-func (d *MetalDevice) Run(cmds []Command) error { return d.run(cmds, nil) }
+// Run encodes cmds as Encode decides (concurrent passes with barriers, several command buffers
+// committed as they fill), waits for the last, and returns Metal's error text for a failed one.
+func (d *MetalDevice) Run(cmds []Command) error { return d.run(cmds, DefaultSplit(), nil) }
 
-// RunTimed is Run, and returns the GPU time the command buffer took: its GPUEndTime minus its
-// GPUStartTime, without the CPU's encoding, commit and wake-up.
+// RunTimed is Run, and returns the GPU time the command list took: the last command buffer's
+// GPUEndTime minus the first one's GPUStartTime, without the CPU's encoding before the first commit
+// or its wake-up after the last.
 func (d *MetalDevice) RunTimed(cmds []Command) (time.Duration, error) {
-	var sec float64
-	if err := d.run(cmds, &sec); err != nil {
+	var t []cbTime
+	if err := d.run(cmds, DefaultSplit(), &t); err != nil {
 		return 0, err
 	}
-	return time.Duration(sec * float64(time.Second)), nil
+	return t[len(t)-1].end - t[0].start, nil
 }
 
-// run encodes, commits and waits for cmds; gpu, when not nil, receives the GPU seconds it took.
-func (d *MetalDevice) run(cmds []Command, gpu *float64) error {
+// RunProfiled runs cmds one dispatch per command buffer and returns each command's GPU time (its
+// command buffer's GPUEndTime − GPUStartTime; copies count in the dispatch before them).
+func (d *MetalDevice) RunProfiled(cmds []Command) ([]time.Duration, error) {
+	var t []cbTime
+	if err := d.run(cmds, ProfileSplit(), &t); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(cmds))
+	for _, o := range Encode(cmds, d.acc, ProfileSplit()) {
+		if o.Kind == OpDispatch && o.CB < len(t) {
+			out[o.Cmd] = t[o.CB].end - t[o.CB].start
+		}
+	}
+	return out, nil
+}
+
+var _ Profiler = (*MetalDevice)(nil)
+
+// cbTime is one command buffer's GPUStartTime and GPUEndTime (seconds on the GPU's clock, as a
+// Duration since that clock's origin).
+type cbTime struct{ start, end time.Duration }
+
+// run validates and resolves cmds, encodes them (one message per Op), and waits; times, when not
+// nil, receives each command buffer's GPU start and end.
+func (d *MetalDevice) run(cmds []Command, sp Split, times *[]cbTime) error {
 	if err := Check(cmds); err != nil {
 		return err
 	}
 	return d.do(func() error {
-		cb := d.queue.Send(d.sel.commandBuffer)
-		if cb == 0 {
-			return fmt.Errorf("metal: commandBuffer failed")
+		if err := d.resolve(cmds); err != nil {
+			return err
 		}
-		var enc objc.ID
-		var bs bound
-		blit := false
-		end := func() {
-			if enc != 0 {
-				enc.Send(d.sel.endEncoding)
-				enc = 0
+		ops := Encode(cmds, d.acc, sp)
+		cbs, err := d.encode(cmds, ops)
+		if err != nil {
+			return err
+		}
+		if times != nil {
+			*times = (*times)[:0]
+			for _, cb := range cbs {
+				sec := func(s objc.SEL) time.Duration {
+					return time.Duration(objc.Send[float64](cb, s) * float64(time.Second))
+				}
+				*times = append(*times, cbTime{sec(d.sel.gpuStartTime), sec(d.sel.gpuEndTime)})
 			}
-		}
-		for i, c := range cmds {
-			switch c := c.(type) {
-			case *Dispatch:
-				if enc == 0 || blit {
-					end()
-					enc, blit, bs = cb.Send(d.sel.computeCommandEncoder), false, bound{}
-				}
-				if err := d.encodeDispatch(enc, c, &bs); err != nil {
-					end()
-					return fmt.Errorf("command %d: %w", i, err)
-				}
-			case *Copy:
-				if enc == 0 || !blit {
-					end()
-					enc, blit = cb.Send(d.sel.blitCommandEncoder), true
-				}
-				src, err := d.own(c.Src)
-				if err != nil {
-					end()
-					return err
-				}
-				dst, err := d.own(c.Dst)
-				if err != nil {
-					end()
-					return err
-				}
-				enc.Send(d.sel.copyBuffer, src.id, uint64(c.SrcOff), dst.id, uint64(c.DstOff), uint64(c.N))
-			}
-		}
-		end()
-		cb.Send(d.sel.commit)
-		cb.Send(d.sel.waitUntilCompleted)
-		if objc.Send[uint64](cb, d.sel.status) == mtlStatusError {
-			return fmt.Errorf("metal: command buffer failed: %s", d.errText(cb.Send(d.sel.errorSel)))
-		}
-		if gpu != nil {
-			*gpu = objc.Send[float64](cb, d.sel.gpuEndTime) - objc.Send[float64](cb, d.sel.gpuStartTime)
 		}
 		return nil
 	})
 }
 
-// bound is what a compute encoder already has bound. Encoder state persists across dispatches, so
-// unchanged pipelines, buffers and constants are not sent again: each message is a reflective
-// purego call, and a decode token encodes hundreds of dispatches.
-type bound struct {
-	pipe  objc.ID
-	buf   [31]objc.ID
-	off   [31]int
-	bytes [31][]byte
-}
-
-// encodeDispatch binds a dispatch's pipeline and arguments (what changed since the encoder's last
-// dispatch) and encodes it.
-func (d *MetalDevice) encodeDispatch(enc objc.ID, c *Dispatch, bs *bound) error {
-	p, err := d.pipelineFor(c.Kernel)
-	if err != nil {
-		return err
-	}
-	if t := c.Threads[0] * c.Threads[1] * c.Threads[2]; t > p.maxThread {
-		return fmt.Errorf("metal: %s: %d threads per threadgroup, the pipeline allows %d", c.Kernel, t, p.maxThread)
-	}
-	if bs.pipe != p.id {
-		enc.Send(d.sel.setComputePipelineState, p.id)
-		bs.pipe = p.id
-	}
-	for i, a := range c.Args {
-		if a.Buf == nil {
-			if bs.buf[i] != 0 || bs.bytes[i] == nil || !bytes.Equal(bs.bytes[i], a.Bytes) {
-				enc.Send(d.sel.setBytes, unsafe.Pointer(unsafe.SliceData(a.Bytes)), uint64(len(a.Bytes)), uint64(i))
-				bs.buf[i], bs.bytes[i] = 0, a.Bytes
+// resolve builds (or finds) each dispatch's pipeline and checks its threadgroup against the
+// pipeline's limit, and checks every buffer is this device's, before anything is encoded: a
+// failure then never leaves a command buffer half encoded or committed.
+func (d *MetalDevice) resolve(cmds []Command) error {
+	r := &d.enc
+	r.pipes = r.pipes[:0]
+	for i, c := range cmds {
+		switch c := c.(type) {
+		case *Dispatch:
+			p, err := d.pipelineFor(c.Kernel)
+			if err != nil {
+				return fmt.Errorf("command %d: %w", i, err)
 			}
-			continue
-		}
-		m, err := d.own(a.Buf)
-		if err != nil {
-			return fmt.Errorf("%s: buffer %d: %w", c.Kernel, i, err)
-		}
-		if bs.buf[i] != m.id || bs.off[i] != a.Off {
-			enc.Send(d.sel.setBuffer, m.id, uint64(a.Off), uint64(i))
-			bs.buf[i], bs.off[i], bs.bytes[i] = m.id, a.Off, nil
+			if t := c.Threads[0] * c.Threads[1] * c.Threads[2]; t > p.maxThread {
+				return fmt.Errorf("metal: command %d (%s): %d threads per threadgroup, the pipeline allows %d", i, c.Kernel, t, p.maxThread)
+			}
+			for j, a := range c.Args {
+				if a.Buf != nil {
+					if _, err := d.own(a.Buf); err != nil {
+						return fmt.Errorf("command %d (%s): buffer %d: %w", i, c.Kernel, j, err)
+					}
+				}
+			}
+			r.pipes = append(r.pipes, p.id)
+		case *Copy:
+			if _, err := d.own(c.Src); err != nil {
+				return fmt.Errorf("command %d: copy source: %w", i, err)
+			}
+			if _, err := d.own(c.Dst); err != nil {
+				return fmt.Errorf("command %d: copy destination: %w", i, err)
+			}
+			r.pipes = append(r.pipes, 0)
 		}
 	}
-	enc.Send(d.sel.dispatchThreadgroups,
-		mtlSize{Width: uint64(c.Groups[0]), Height: uint64(c.Groups[1]), Depth: uint64(c.Groups[2])},
-		mtlSize{Width: uint64(c.Threads[0]), Height: uint64(c.Threads[1]), Depth: uint64(c.Threads[2])})
 	return nil
 }

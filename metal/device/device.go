@@ -29,8 +29,9 @@ type Device interface {
 	Upload(dst Buffer, off int, src []byte) error
 	// Download copies len(dst) bytes of src from byte offset off into dst.
 	Download(dst []byte, src Buffer, off int) error
-	// Run encodes cmds into one command buffer, commits it and waits for it to complete. Each
-	// command sees the memory effects of the ones before it.
+	// Run runs cmds and waits for them to complete. Each command sees the memory effects of the
+	// ones before it that it depends on (Encode: concurrent passes with barriers, split over
+	// several command buffers on Metal; the same groups in a seeded order on the emulator).
 	Run(cmds []Command) error
 	// Free releases a buffer made by Alloc or Wrap.
 	Free(b Buffer)

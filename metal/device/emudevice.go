@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/lily-engine/lily/metal/emu"
@@ -17,6 +18,8 @@ type EmuDevice struct {
 	mu  sync.Mutex
 	emu *emu.Emulator
 	opt EmuOptions
+	acc Access     // which arguments each kernel writes: where the barriers go
+	rng *rand.Rand // the order of the dispatches between two barriers
 }
 
 // EmuOptions configure an emulator device. The limits are reported as a Metal device reports its
@@ -26,6 +29,11 @@ type EmuOptions struct {
 	Threads int
 	// Schedule is the interleaving every dispatch runs under (the zero value: in order).
 	Schedule emu.Schedule
+	// InOrder runs a command list's dispatches in list order. By default the dispatches between two
+	// barriers of the Metal encoding (Encode) run in an order drawn from Seed, as a concurrent
+	// encoder may run them, so a missing barrier gives a wrong result here.
+	InOrder bool
+	Seed    uint64
 	// MaxThreads caps a kernel's maxTotalThreadsPerThreadgroup below the default 1,024.
 	MaxThreads map[string]int
 	// MaxBufferLength and WorkingSet are what Limits reports; 0 means the defaults below.
@@ -70,7 +78,8 @@ func NewEmuDeviceOptions(o EmuOptions) (*EmuDevice, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EmuDevice{emu: e, opt: o}, nil
+	acc := accessOf(e.Kernels())
+	return &EmuDevice{emu: e, opt: o, acc: acc, rng: rand.New(rand.NewPCG(o.Seed, 0x6c696c79))}, nil
 }
 
 // Name is "metal-emu".
@@ -164,7 +173,8 @@ func (d *EmuDevice) Download(dst []byte, src Buffer, off int) error {
 	return nil
 }
 
-// Run executes cmds in order.
+// Run executes cmds as the Metal device encodes them (Encode): passes and barriers in order, the
+// dispatches between two barriers in a seeded shuffle unless the options ask for list order.
 func (d *EmuDevice) Run(cmds []Command) error {
 	if err := Check(cmds); err != nil {
 		return err
@@ -174,13 +184,38 @@ func (d *EmuDevice) Run(cmds []Command) error {
 	if d.emu == nil {
 		return errors.New("metal-emu: device closed")
 	}
-	for i, c := range cmds {
-		switch c := c.(type) {
-		case *Dispatch:
-			if err := d.dispatch(c); err != nil {
+	return d.runOps(cmds, Encode(cmds, d.acc, DefaultSplit()))
+}
+
+// runOps runs cmds in the order an encoding allows: each run of dispatches that no barrier, pass or
+// command-buffer boundary separates goes in an order drawn from the device's generator.
+func (d *EmuDevice) runOps(cmds []Command, ops []Op) error {
+	var group []int
+	flush := func() error {
+		if !d.opt.InOrder {
+			d.rng.Shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
+		}
+		for _, i := range group {
+			if err := d.dispatch(cmds[i].(*Dispatch)); err != nil {
 				return fmt.Errorf("command %d: %w", i, err)
 			}
-		case *Copy:
+		}
+		group = group[:0]
+		return nil
+	}
+	for _, o := range ops {
+		switch o.Kind {
+		case OpDispatch:
+			group = append(group, o.Cmd)
+			continue
+		case OpSetPipeline, OpSetBuffers, OpSetBytes:
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if o.Kind == OpCopy {
+			c := cmds[o.Cmd].(*Copy)
 			src, err := d.buf(c.Src)
 			if err != nil {
 				return err
@@ -192,7 +227,7 @@ func (d *EmuDevice) Run(cmds []Command) error {
 			copy(dst[c.DstOff:c.DstOff+c.N], src[c.SrcOff:c.SrcOff+c.N])
 		}
 	}
-	return nil
+	return flush()
 }
 
 // dispatch runs one kernel: buffer arguments as windows of shared memory, inline ones copied. Like

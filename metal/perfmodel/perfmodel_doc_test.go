@@ -5,10 +5,11 @@ import (
 	"strings"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 )
 
-// perfDoc renders docs/metal-performance.md from the performance model.
-func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
+// perfDoc renders docs/metal-performance.md from the performance model and the engine's plans.
+func perfDoc(cfg *checkpoint.Config, m Machine, pc metal.PlanCounts) (string, error) {
 	dec, err := DecodeCosts(cfg, docContext)
 	if err != nil {
 		return "", err
@@ -20,6 +21,10 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Metal performance model\n\n")
+	w("Two models. The roofline (first) is the bound: every byte at full bandwidth, every FLOP at the\n")
+	w("matrix peak. The honest model (\"The honest model\" below) prices what the engine actually does —\n")
+	w("its real plans' dispatches, barriers and calls, each kernel's design, occupancy and chunking — and\n")
+	w("is the prediction a Mac run of `lily bench --backend metal` checks.\n\n")
 	w("Generated from `metal/perfmodel` by `go test ./metal/perfmodel -run TestPerfModelDoc -update`; the test fails\n")
 	w("when this file and the model disagree. Do not edit by hand.\n\n")
 	w("For each kernel of a decode step and of a prefill chunk, the bytes it moves and the FLOPs it does\n")
@@ -38,7 +43,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 	table := func(title string, cs []Cost, published float64, unit string) {
 		total := m.Total(cs)
 		w("## %s\n\n", title)
-		w("| step | kernel | dispatches | weights MB | other MB | MFLOP | µs | bound |\n")
+		w("| step | kernel | dispatches (cost table) | weights MB | other MB | MFLOP | µs | bound |\n")
 		w("|---|---|---:|---:|---:|---:|---:|---|\n")
 		var wb, ob, fl float64
 		for _, c := range cs {
@@ -51,7 +56,7 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 			wb, ob, fl = wb+c.Weights, ob+c.Bytes()-c.Weights, fl+c.FLOPs
 		}
 		w("| **total** | | | %.3f | %.3f | %.3f | %.2f | |\n\n", wb/1e6, ob/1e6, fl/1e6, total*1e6)
-		w("Predicted: **%.0f tok/s** %s. Published Lily: %.0f tok/s, %.0f%% of the model.\n\n",
+		w("Roofline: **%.0f tok/s** %s (a bound, not a prediction: see the honest model below). Published Lily: %.0f tok/s, %.0f%% of it.\n\n",
 			1/total, unit, published, 100*published*total)
 	}
 	table(fmt.Sprintf("Decode: one token at context %d (per token)", docContext), dec, PublishedDecodeTokS,
@@ -77,6 +82,10 @@ func perfDoc(cfg *checkpoint.Config, m Machine) (string, error) {
 			return "", err
 		}
 		w("| %d | %.0f | %.0f |\n", n, d, p)
+	}
+	w("\n")
+	if err := honestDoc(&b, cfg, pc); err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }

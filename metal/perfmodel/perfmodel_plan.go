@@ -20,7 +20,7 @@ func DecodeCosts(cfg *checkpoint.Config, ctx int) ([]Cost, error) {
 	if ctx < 0 {
 		return nil, errors.New("perfmodel: negative context")
 	}
-	return costs(cfg, 1, ctx, true)
+	return costs(cfg, 1, ctx, true, true)
 }
 
 // PrefillCosts is the per-prompt-token cost of prefilling T tokens as one chunk from an empty state.
@@ -28,7 +28,7 @@ func PrefillCosts(cfg *checkpoint.Config, T int) ([]Cost, error) {
 	if T < 1 {
 		return nil, errors.New("perfmodel: prefill of no tokens")
 	}
-	return costs(cfg, T, 0, false)
+	return costs(cfg, T, 0, false, true)
 }
 
 // plan accumulates the costs of one step of T tokens after ctx cached positions.
@@ -39,7 +39,9 @@ type plan struct {
 	out    []Cost
 }
 
-func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
+// costs is the per-token cost of a step of T tokens after ctx cached positions; head adds the
+// final norm, lm_head and top-k of its last position.
+func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error) {
 	d, err := newModel(cfg)
 	if err != nil {
 		return nil, err
@@ -58,9 +60,11 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
 		p.out = append(p.out, times(c, d.NumLayers()))
 	}
 	// Logits are needed for the last position only.
-	last := plan{d: d, T: 1, decode: true}
-	p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
-		Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
+	if head {
+		last := plan{d: d, T: 1, decode: true}
+		p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
+			Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
+	}
 	for i := range p.out {
 		p.out[i] = perToken(p.out[i], p.T)
 	}

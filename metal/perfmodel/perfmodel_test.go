@@ -153,7 +153,8 @@ func TestPerfModelRoofline(t *testing.T) {
 // TestPerfModelDoc checks that docs/metal-performance.md is what the model generates; run with
 // -update to rewrite it.
 func TestPerfModelDoc(t *testing.T) {
-	doc, err := perfDoc(realConfig(t), M5Max())
+	cfg, pc := realPlans(t)
+	doc, err := perfDoc(cfg, M5Max(), pc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,96 @@
+package metal
+
+import (
+	"testing"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
+	"github.com/lily-engine/lily/metal/device"
+)
+
+// realPattern is the real model's layer pattern (40 layers, every fourth one attention) and its
+// quantization, at tiny widths: the plans' dispatches and messages are the real model's.
+func realPattern(t *testing.T) *checkpoint.Weights {
+	t.Helper()
+	d := testDims()
+	r := checkpointtest.Real()
+	d.LayerTypes, d.Bits, d.GroupSize, d.GateBits = r.LayerTypes, r.Bits, r.GroupSize, r.GateBits
+	dir := t.TempDir()
+	if err := checkpointtest.Write(dir, d.ConfigJSON("mlx"), d.Specs("mlx"), 2, 7); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	return ck.Weights
+}
+
+// Budgets for the real model's decode token (issue 16 measured ~450 dispatches and ~4,100
+// reflective calls before the typed bridge): the encoding must stay within them.
+const (
+	maxDecodeDispatches = 500
+	maxDecodeCalls      = 2500
+	// maxDispatchesPerLayer bounds one decoder layer of a decode token (norms, mixer, MoE).
+	maxDispatchesPerLayer = 12
+)
+
+func TestPlanCountsRealPattern(t *testing.T) {
+	w := realPattern(t)
+	pc, err := CountPlans(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("decode: %+v", pc.Decode)
+	t.Logf("prefill chunk of %d: %+v", pc.Chunk, pc.Prefill)
+	d := pc.Decode
+	if d.Dispatches > maxDecodeDispatches || d.Calls > maxDecodeCalls {
+		t.Errorf("decode token: %d dispatches, %d calls; budget %d, %d", d.Dispatches, d.Calls, maxDecodeDispatches, maxDecodeCalls)
+	}
+	if per := (d.Dispatches - 4) / w.Config.NumLayers; per > maxDispatchesPerLayer {
+		t.Errorf("%d dispatches per layer, budget %d", per, maxDispatchesPerLayer)
+	}
+	for name, c := range map[string]device.Counts{"decode": pc.Decode.Counts, "prefill": pc.Prefill.Counts, "last prefill": pc.PrefillLast.Counts} {
+		if b := device.CallBound(c.Dispatches+c.Copies, c.CommandBuffers); c.Calls > b {
+			t.Errorf("%s: %d calls for %d dispatches in %d command buffers, bound %d", name, c.Calls, c.Dispatches, c.CommandBuffers, b)
+		}
+		if c.Barriers >= c.Dispatches {
+			t.Errorf("%s: %d barriers for %d dispatches: no dispatches overlap", name, c.Barriers, c.Dispatches)
+		}
+		if c.CommandBuffers < 2 {
+			t.Errorf("%s: one command buffer: the GPU waits for the whole encoding", name)
+		}
+	}
+	if pc.PrefillLast.Dispatches <= pc.Prefill.Dispatches {
+		t.Errorf("the last chunk (%d dispatches) should add the head to a chunk (%d)", pc.PrefillLast.Dispatches, pc.Prefill.Dispatches)
+	}
+}
+
+// TestPlanCountsMatchPlan checks the counts against the plan itself: every dispatch of the decode
+// plan is encoded once.
+func TestPlanCountsMatchPlan(t *testing.T) {
+	e, err := newModel(openTest(t, "mlx").Weights, &device.EmuDevice{}, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	pc, err := e.PlanCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.newSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for _, c := range s.decodePlan() {
+		if _, ok := c.(*device.Dispatch); ok {
+			n++
+		}
+	}
+	if pc.Decode.Dispatches != n {
+		t.Errorf("counted %d dispatches, the plan has %d", pc.Decode.Dispatches, n)
+	}
+}
