@@ -102,18 +102,21 @@ func decodeAttend(k kern, s attnShape, q, gate, kc, vc []byte, n, split int) []f
 	splits := ceil(n, split)
 	d := attnDims(s, n-1, 1, n, split)
 	part, out := zeros(s.hq*splits*(s.d+2)), zeros(s.hq*s.d)
-	k.run("attn_decode_split", [3]int{s.hq, splits, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q, 1: kc, 2: vc, 3: part, 4: d})
+	k.run("attn_decode_split", [3]int{s.hkv, splits, 1}, [3]int{32 * (s.hq / s.hkv), 1, 1}, map[int][]byte{0: q, 1: kc, 2: vc, 3: part, 4: d})
 	k.run("attn_decode_combine", [3]int{s.hq, 1, 1}, [3]int{32, 1, 1}, map[int][]byte{0: part, 1: gate, 2: out, 3: d})
 	return unf32(out)
 }
 
-// testAttnDecode covers one key, contexts of several splits with a partial last split, and D = 256.
+// testAttnDecode covers one key, contexts of several splits with a partial last split, splits
+// that are not a multiple of the kernel's 16-key block (a partial block inside every split), D = 256,
+// and the real geometry (16 query heads on 2 kv heads, D = 256) at a context of 1,000 keys.
 func testAttnDecode(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(22, 1))
 	for _, c := range []struct {
 		s        attnShape
 		n, split int
-	}{{attnShape{4, 2, 64, 16}, 1, 4}, {attnShape{4, 2, 64, 16}, 37, 8}, {attnShape{2, 1, 256, 64}, 40, 16}} {
+	}{{attnShape{4, 2, 64, 16}, 1, 4}, {attnShape{4, 2, 64, 16}, 37, 8}, {attnShape{2, 1, 256, 64}, 40, 16},
+		{attnShape{4, 2, 64, 16}, 75, 40}, {attnShape{16, 2, 256, 64}, 1000, 48}} {
 		s := c.s
 		q, gate := randVec(rng, s.hq*s.d, 0.5), randVec(rng, s.hq*s.d, 1)
 		kc, vc := roundF16(randVec(rng, c.n*s.hkv*s.d, 1)), roundF16(randVec(rng, c.n*s.hkv*s.d, 1))

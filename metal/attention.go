@@ -20,12 +20,38 @@ func attnPrep(s *sizes, l *deviceLayer, pos0, t int, q2, k, v, cs, q, gate, kc, 
 		Args: []device.Arg{q2, k, v, *l.qn, *l.kn, cs, q, gate, kc, vc, inline(s.attnDims(pos0, t, pos0+t, 1))}}
 }
 
-// attnDecodeSplit and attnDecodeCombine: one query over n keys, split along the sequence.
+// Decode attention splits the n cached keys into cdiv(n, split) ranges, one threadgroup per (kv
+// head, range). decodeTargetGroups is the threadgroup count the split aims for: a few per GPU core
+// on the largest Apple GPUs (40 cores), so that short contexts still spread over the whole GPU and
+// long ones do not pay for thousands of partials in the combine. decodeMinSplit keeps each range at
+// least two of the kernel's 16-key blocks.
+const (
+	decodeTargetGroups = 256
+	decodeMinSplit     = 32
+	decodeBlock        = 16 // AD_BK in attn.metal
+)
+
+// decodeSplit is the keys per threadgroup of attn_decode_split at n cached keys: at least
+// decodeMinSplit, else the multiple of decodeBlock that makes about decodeTargetGroups threadgroups.
+func decodeSplit(n, hkv int) int {
+	return max(decodeMinSplit, cdiv(cdiv(n*hkv, decodeTargetGroups), decodeBlock)*decodeBlock)
+}
+
+// decodeMaxSplits bounds cdiv(n, decodeSplit(n, hkv)) for every n <= maxCtx: the split is at least
+// n·hkv/decodeTargetGroups, so there are at most cdiv(decodeTargetGroups, hkv) ranges, and at most
+// cdiv(maxCtx, decodeMinSplit).
+func decodeMaxSplits(maxCtx, hkv int) int {
+	return max(1, min(cdiv(maxCtx, decodeMinSplit), cdiv(decodeTargetGroups, hkv)))
+}
+
+// attnDecode: attn_decode_split and attn_decode_combine, one query over n keys split along the
+// sequence; the Hq/Hkv query heads of a kv head share its threadgroup (one SIMD group each).
 // part [Hq, splits, D+2]; out [Hq*D] = attention · sigmoid(gate).
-func attnDecode(s *sizes, n, split int, q, kc, vc, part, gate, out device.Arg) []device.Command {
+func attnDecode(s *sizes, n int, q, kc, vc, part, gate, out device.Arg) []device.Command {
+	split := decodeSplit(n, s.hkv)
 	d := s.attnDims(n-1, 1, n, split)
 	return []device.Command{
-		&device.Dispatch{Kernel: "attn_decode_split", Groups: grid(s.hq, cdiv(n, split), 1), Threads: grid(32, 1, 1),
+		&device.Dispatch{Kernel: "attn_decode_split", Groups: grid(s.hkv, cdiv(n, split), 1), Threads: grid(32*(s.hq/s.hkv), 1, 1),
 			Args: []device.Arg{q, kc, vc, part, inline(d)}},
 		&device.Dispatch{Kernel: "attn_decode_combine", Groups: grid(s.hq, 1, 1), Threads: grid(32, 1, 1),
 			Args: []device.Arg{part, gate, out, inline(d)}},
@@ -49,7 +75,7 @@ func (s *Session) attentionPlan(p step, i int, a, h device.Arg) []device.Command
 	cmds := []device.Command{p.linear(l.q, a, q2, false), p.linear(l.k, a, kk, false), p.linear(l.v, a, vv, false),
 		attnPrep(sz, l, p.pos, p.t, q2, kk, vv, sc.cs.first(p.t), qh, gate, kc, vc)}
 	if p.decode {
-		cmds = append(cmds, attnDecode(sz, n, decodeSplit, qh, kc, vc, sc.part.first(cdiv(n, decodeSplit)), gate, ao)...)
+		cmds = append(cmds, attnDecode(sz, n, qh, kc, vc, sc.part.first(cdiv(n, decodeSplit(n, sz.hkv))), gate, ao)...)
 	} else {
 		cmds = append(cmds, attnPrefill(sz, p.pos, p.t, qh, kc, vc, gate, ao))
 	}

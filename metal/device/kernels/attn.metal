@@ -71,30 +71,68 @@ kernel void attn_prep(device const float* q2 [[buffer(0)]], device const float* 
   }
 }
 
-// Decode, step 1: for head h = tg.x and split sp = tg.y, the online-softmax partial over keys
-// [sp*split, min(n, (sp+1)*split)): part[h, sp] = (Σ e^{s-m} v, m, Σ e^{s-m}). q: [Hq*D];
-// part: [Hq, splits, D+2]. Grid (Hq, ceil(n/split)) threadgroups of 32 threads.
+// Decode, step 1: the online-softmax partials of one query over the keys of split sp = tg.y, for
+// the G = Hq/Hkv query heads of kv head g = tg.x at once: part[h, sp] = (Σ e^{s-m} v, m, Σ e^{s-m})
+// over keys [sp*split, min(n, (sp+1)*split)). The threadgroup (G SIMD groups, one per query head)
+// stages each block of AD_BK keys and values in threadgroup memory once, so the G heads sharing a
+// kv head read it from device memory once (the host picks split so that Hkv × splits threadgroups
+// fill the GPU at every length). In a SIMD group the 32 lanes split the head dimension (8 values
+// each at D = 256) and one simd_sum forms each score; the softmax is rescaled once per block.
+// q: [Hq*D]; kc, vc: [n, Hkv*D] half; part: [Hq, splits, D+2]. Grid (Hkv, splits) × 32G threads.
+#define AD_BK 16u
 kernel void attn_decode_split(device const float* q [[buffer(0)]], device const kv_t* kc [[buffer(1)]],
                               device const kv_t* vc [[buffer(2)]], device float* part [[buffer(3)]],
                               constant AttnDims& d [[buffer(4)]], uint2 tg [[threadgroup_position_in_grid]],
-                              uint lane [[thread_index_in_simdgroup]]) {
-  uint h = tg.x, sp = tg.y, kvh = h / (d.hq / d.hkv);
-  uint splits = (d.n + d.split - 1u) / d.split;
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                              uint tid [[thread_index_in_threadgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                              uint lane [[thread_index_in_simdgroup]], uint nsg [[simdgroups_per_threadgroup]]) {
+  threadgroup kv_t ks[AD_BK * 256u];
+  threadgroup kv_t vs[AD_BK * 256u];
+  uint g = tg.x, sp = tg.y, h = g * (d.hq / d.hkv) + sg, nt = nsg * 32u;
+  uint splits = (d.n + d.split - 1u) / d.split, k0 = sp * d.split, k1 = min(d.n, k0 + d.split);
+  float qr[8], acc[8];
+  for (uint j = 0; j < 8u; j++) {
+    uint i = lane + 32u * j;
+    qr[j] = i < d.d ? q[h * d.d + i] * d.scale : 0.0f;
+    acc[j] = 0.0f;
+  }
   float m = -INFINITY, l = 0.0f;
-  for (uint t = sp * d.split; t < min(d.n, (sp + 1u) * d.split); t++) {
-    device const kv_t* kt = kc + (t * d.hkv + kvh) * d.d;
-    device const kv_t* vt = vc + (t * d.hkv + kvh) * d.d;
-    float dp = 0.0f;
-    for (uint j = 0; lane + 32u * j < d.d; j++) dp += q[h * d.d + lane + 32u * j] * float(kt[lane + 32u * j]);
-    float s = simd_sum(dp) * d.scale;
-    float mn = max(m, s), f = exp(m - mn), e = exp(s - mn);
-    l = l * f + e;
-    for (uint j = 0; lane + 32u * j < d.d; j++) acc[j] = acc[j] * f + e * float(vt[lane + 32u * j]);
+  for (uint kb = k0; kb < k1; kb += AD_BK) {
+    uint nk = min(AD_BK, k1 - kb);
+    threadgroup_barrier(mem_flags::mem_threadgroup); // the previous block is consumed
+    for (uint e = tid; e < nk * d.d; e += nt) {
+      uint key = e / d.d, i = e - key * d.d, at = ((kb + key) * d.hkv + g) * d.d + i;
+      ks[e] = kc[at];
+      vs[e] = vc[at];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float sc[AD_BK], mb = -INFINITY;
+    for (uint key = 0; key < AD_BK; key++) {
+      if (key >= nk) break; // uniform
+      float dp = 0.0f;
+      for (uint j = 0; j < 8u; j++) {
+        uint i = lane + 32u * j;
+        if (i < d.d) dp += qr[j] * float(ks[key * d.d + i]);
+      }
+      sc[key] = simd_sum(dp);
+      mb = max(mb, sc[key]);
+    }
+    float mn = max(m, mb), f = exp(m - mn); // m = -inf on the first block: f = 0
+    l *= f;
+    for (uint j = 0; j < 8u; j++) acc[j] *= f;
+    for (uint key = 0; key < AD_BK; key++) {
+      if (key >= nk) break;
+      float e = exp(sc[key] - mn);
+      l += e;
+      for (uint j = 0; j < 8u; j++) {
+        uint i = lane + 32u * j;
+        if (i < d.d) acc[j] += e * float(vs[key * d.d + i]);
+      }
+    }
     m = mn;
   }
   device float* p = part + (h * splits + sp) * (d.d + 2u);
-  for (uint j = 0; lane + 32u * j < d.d; j++) p[lane + 32u * j] = acc[j];
+  for (uint j = 0; j < 8u; j++)
+    if (lane + 32u * j < d.d) p[lane + 32u * j] = acc[j];
   if (lane == 0) {
     p[d.d] = m;
     p[d.d + 1u] = l;
