@@ -125,16 +125,30 @@ func testAttnDecode(t *testing.T, k kern) {
 	}
 }
 
+// testAttnPrefill covers one token, a chunk after a cached prefix, chunks that are not a multiple
+// of the 8-row tiles or the 32-token threadgroup with a prefix that is not a multiple of the 16-key
+// block, keys whose scores rise by more than FA_TAU across blocks (the rescaled path), and the real
+// geometry (16 query heads on 2 kv heads, D = 256).
 func testAttnPrefill(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(23, 1))
-	s := attnShape{4, 2, 64, 16}
-	for _, c := range []struct{ pos0, T int }{{0, 1}, {3, 9}} {
-		n := c.pos0 + c.T
+	for _, c := range []struct {
+		s       attnShape
+		pos0, T int
+		rise    float32 // key j is scaled by 1 + rise·j: later blocks score higher
+	}{{attnShape{4, 2, 64, 16}, 0, 1, 0}, {attnShape{4, 2, 64, 16}, 3, 9, 0}, {attnShape{4, 2, 64, 16}, 21, 45, 0},
+		{attnShape{8, 2, 32, 8}, 5, 70, 0.5}, {attnShape{16, 2, 256, 64}, 13, 37, 0}} {
+		s, n := c.s, c.pos0+c.T
 		q, gate := randVec(rng, c.T*s.hq*s.d, 0.5), randVec(rng, c.T*s.hq*s.d, 1)
-		kc, vc := roundF16(randVec(rng, n*s.hkv*s.d, 1)), roundF16(randVec(rng, n*s.hkv*s.d, 1))
+		kc, vc := randVec(rng, n*s.hkv*s.d, 1), roundF16(randVec(rng, n*s.hkv*s.d, 1))
+		for j := 0; j < n; j++ {
+			for i := range s.hkv * s.d {
+				kc[j*s.hkv*s.d+i] *= 1 + c.rise*float32(j)
+			}
+		}
+		kc = roundF16(kc)
 		out := zeros(c.T * s.hq * s.d)
-		k.run("attn_prefill", [3]int{s.hq, c.T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: f32(q), 1: f16(kc), 2: f16(vc),
-			3: f32(gate), 4: out, 5: attnDims(s, c.pos0, c.T, n, 1)})
+		k.run("attn_prefill", [3]int{ceil(c.T, 32), s.hq, 1}, [3]int{128, 1, 1}, map[int][]byte{0: f32(q), 1: f16(kc),
+			2: f16(vc), 3: f32(gate), 4: out, 5: attnDims(s, c.pos0, c.T, n, 1)})
 		var want []float32
 		w := s.hq * s.d
 		for tok := 0; tok < c.T; tok++ {
@@ -216,7 +230,7 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 		k.run("attn_prep", [3]int{s.hq + s.hkv, T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q2, 1: kk, 2: v,
 			3: f32(a.w.QNorm), 4: f32(a.w.KNorm), 5: f32(ropeTable(c.prefix, T, s.rot, a.cfg.RopeTheta)),
 			6: q, 7: gate, 8: a.kc, 9: a.vc, 10: d})
-		k.run("attn_prefill", [3]int{s.hq, T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q, 1: a.kc, 2: a.vc, 3: gate, 4: o, 5: d})
+		k.run("attn_prefill", [3]int{ceil(T, 32), s.hq, 1}, [3]int{128, 1, 1}, map[int][]byte{0: q, 1: a.kc, 2: a.vc, 3: gate, 4: o, 5: d})
 		y := flat(h0)
 		bufs := map[int][]byte{3: o, 4: y, 5: dims(T, h, s.hq*s.d, c.bits, 1)}
 		bindQ(bufs, 0, &a.w.O)

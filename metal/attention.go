@@ -58,9 +58,10 @@ func attnDecode(s *sizes, n int, q, kc, vc, part, gate, out device.Arg) []device
 	}
 }
 
-// attnPrefill: causal attention of t new queries at pos0 over the cache, gated. q, gate, out [t, Hq*D].
+// attnPrefill: causal flash attention of t new queries at pos0 over the cache, gated; one
+// threadgroup of 4 SIMD groups per (32 queries, query head). q, gate, out [t, Hq*D].
 func attnPrefill(s *sizes, pos0, t int, q, kc, vc, gate, out device.Arg) *device.Dispatch {
-	return &device.Dispatch{Kernel: "attn_prefill", Groups: grid(s.hq, t, 1), Threads: grid(32, 1, 1),
+	return &device.Dispatch{Kernel: "attn_prefill", Groups: grid(cdiv(t, 32), s.hq, 1), Threads: grid(128, 1, 1),
 		Args: []device.Arg{q, kc, vc, gate, out, inline(s.attnDims(pos0, t, pos0+t, 1))}}
 }
 

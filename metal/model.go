@@ -121,7 +121,7 @@ func checkLimits(w *checkpoint.Weights, s *sizes) error {
 		ok   bool
 		what string
 	}{
-		{s.d <= 256, "head_dim <= 256 (attention lanes hold 8 values each)"},
+		{s.d <= 256 && s.d%8 == 0, "head_dim <= 256 (attention lanes hold 8 values each), a multiple of 8 (8×8 matrix tiles)"},
 		{s.dk <= 128 && s.dv <= 256, "linear key head dim <= 128 and value head dim <= 256 (deltanet_scan's registers)"},
 		{s.hk > 0 && s.hv%s.hk == 0, "value heads a multiple of key heads"},
 		{s.hkv > 0 && s.hq%s.hkv == 0 && s.hq/s.hkv <= 32, "query heads a multiple of kv heads, at most 32 per kv head (one SIMD group each)"},
