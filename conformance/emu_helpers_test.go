@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -221,9 +222,31 @@ func qbufs(m *checkpoint.Matrix) (w, s, b []byte) {
 	return c(m.W.Data), c(m.Scales.Data), c(m.Biases.Data)
 }
 
-// bindQ binds a quantized matrix at buffers at, at+1, at+2 (words, scales, biases).
+// bindQ binds a quantized matrix at buffers at, at+1, at+2 (words, scales, biases), each at the
+// start of its buffer.
 func bindQ(bufs map[int][]byte, at int, m *checkpoint.Matrix) {
 	bufs[at], bufs[at+1], bufs[at+2] = qbufs(m)
+}
+
+// shiftCases are byte shifts of (words, scales, biases) for bindQShifted: aligned, and each operand
+// at each of the three misaligned offsets a tensor of an unpadded MLX shard can start at.
+var shiftCases = [][3]int{{0, 0, 0}, {1, 2, 3}, {2, 3, 1}, {3, 1, 2}}
+
+// bindQShifted binds a quantized matrix as the engine binds a tensor that starts sh[i] bytes past a
+// 4-byte boundary of its file: each buffer is sh[i] poison bytes, the tensor, and poison up to the
+// next multiple of 4 (the loaders may read the whole last word, never further: the emulator's
+// bounds checks fail a read past it). It returns the dims field sh = w | s<<8 | b<<16.
+func bindQShifted(bufs map[int][]byte, at int, m *checkpoint.Matrix, sh [3]int) int {
+	w, s, b := qbufs(m)
+	for i, x := range [][]byte{w, s, b} {
+		buf := bytes.Repeat([]byte{0xa5}, sh[i])
+		buf = append(buf, x...)
+		for len(buf)%4 != 0 {
+			buf = append(buf, 0xa5)
+		}
+		bufs[at+i] = buf
+	}
+	return sh[0] | sh[1]<<8 | sh[2]<<16
 }
 
 // randVec is n normal values of standard deviation std.

@@ -72,15 +72,15 @@ func randomShapes(rng *rand.Rand, n int) []shapeCase {
 
 func testQMV(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, c := range randomShapes(rng, 5) {
+	for i, c := range randomShapes(rng, 5) {
 		m := qmat(t, rng, "w", 0, c.out, c.in, c.bits)
 		x := randVec(rng, c.in, 1)
 		want := make([]float32, c.out)
 		if err := ref.MatVec(&m, 0, x, want); err != nil {
 			t.Fatal(err)
 		}
-		bufs := map[int][]byte{3: f32(x), 4: zeros(c.out), 5: dims(c.out, c.in, c.bits)}
-		bindQ(bufs, 0, &m)
+		bufs := map[int][]byte{3: f32(x), 4: zeros(c.out)}
+		bufs[5] = dims(c.out, c.in, c.bits, bindQShifted(bufs, 0, &m, shiftCases[i%len(shiftCases)]))
 		k.run("qmv", [3]int{ceil(c.out, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
 		near(t, "qmv", unf32(bufs[4]), want, matvecTol)
 	}
@@ -88,7 +88,7 @@ func testQMV(t *testing.T, k kern) {
 
 func testQMVAdd(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(2, 1))
-	for _, bits := range []int{4, 8} {
+	for i, bits := range []int{4, 8} {
 		m := qmat(t, rng, "w", 0, 45, 128, bits)
 		x, y0 := randVec(rng, 128, 1), randVec(rng, 45, 1)
 		want := make([]float32, 45)
@@ -98,8 +98,8 @@ func testQMVAdd(t *testing.T, k kern) {
 		for i := range want {
 			want[i] += y0[i]
 		}
-		bufs := map[int][]byte{3: f32(x), 4: f32(y0), 5: dims(45, 128, bits)}
-		bindQ(bufs, 0, &m)
+		bufs := map[int][]byte{3: f32(x), 4: f32(y0)}
+		bufs[5] = dims(45, 128, bits, bindQShifted(bufs, 0, &m, shiftCases[1+i]))
 		k.run("qmv_add", [3]int{ceil(45, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
 		near(t, "qmv_add", unf32(bufs[4]), want, matvecTol)
 	}
@@ -127,7 +127,7 @@ func testRMSNorm(t *testing.T, k kern) {
 
 func testEmbed(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(4, 1))
-	for _, bits := range []int{4, 8} {
+	for i, bits := range []int{4, 8} {
 		const vocab, h = 50, 320
 		m := qmat(t, rng, "embed", 0, vocab, h, bits)
 		ids := []int32{7, 0, 49, 7}
@@ -139,8 +139,8 @@ func testEmbed(t *testing.T, k kern) {
 			}
 			want = append(want, r)
 		}
-		bufs := map[int][]byte{3: i32(ids), 4: zeros(len(ids) * h), 5: dims(vocab, h, bits)}
-		bindQ(bufs, 0, &m)
+		bufs := map[int][]byte{3: i32(ids), 4: zeros(len(ids) * h)}
+		bufs[5] = dims(vocab, h, bits, bindQShifted(bufs, 0, &m, shiftCases[2+i]))
 		k.run("embed", [3]int{ceil(h, 256), len(ids), 1}, [3]int{256, 1, 1}, bufs)
 		// Exact: both compute float32(scale·q) + bias from the same bf16 scale and bias.
 		nearRows(t, "embed", rowsOf(bufs[4], h), want, 0)
@@ -181,8 +181,8 @@ func testQMM(t *testing.T, k kern) {
 				}
 			}
 		}
-		bufs := map[int][]byte{3: flat(x), 4: flat(y0), 5: dims(c.t, c.out, c.in, c.bits, add)}
-		bindQ(bufs, 0, &m)
+		bufs := map[int][]byte{3: flat(x), 4: flat(y0)}
+		bufs[5] = dims(c.t, c.out, c.in, c.bits, add, bindQShifted(bufs, 0, &m, shiftCases[i%len(shiftCases)]))
 		k.run("qmm", [3]int{ceil(c.out, 8), ceil(c.t, 8), 1}, [3]int{32, 1, 1}, bufs)
 		nearRows(t, "qmm", rowsOf(bufs[4], c.out), want, matvecTol)
 	}

@@ -26,10 +26,11 @@ func routerTopK(k kern, m *checkpoint.MoE, x [][]float32, topK int) (ids []int32
 // than 1,024 threads).
 func routerTopKThreads(k kern, m *checkpoint.MoE, x [][]float32, topK, threads int) (ids []int32, wts, sgate []float32) {
 	T, e := len(x), m.Router.Out
-	bufs := map[int][]byte{6: flat(x), 7: zeros(T * topK), 8: zeros(T * topK), 9: zeros(T),
-		10: dims(e, m.Router.In, topK, m.Router.Bits)}
-	bindQ(bufs, 0, &m.Router)
-	bindQ(bufs, 3, &m.SharedEG)
+	bufs := map[int][]byte{6: flat(x), 7: zeros(T * topK), 8: zeros(T * topK), 9: zeros(T)}
+	// The router misaligned one way, the shared expert's gate another (as in an unpadded shard).
+	rsh := bindQShifted(bufs, 0, &m.Router, shiftCases[1])
+	gsh := bindQShifted(bufs, 3, &m.SharedEG, shiftCases[3])
+	bufs[10] = dims(e, m.Router.In, topK, m.Router.Bits, rsh, gsh)
 	k.run("router_topk", [3]int{T, 1, 1}, [3]int{threads, 1, 1}, bufs)
 	return uni32(bufs[7]), unf32(bufs[8]), unf32(bufs[9])
 }
@@ -178,7 +179,7 @@ func refMoE(t *testing.T, cfg *checkpoint.Config, m *checkpoint.MoE, x, h0 [][]f
 // testMoEDecodeLayer: router_topk + moe_gate_up + moe_down (with the residual) vs ref.MoEBlock.
 func testMoEDecodeLayer(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(13, 1))
-	for _, bits := range []int{4, 8} {
+	for bi, bits := range []int{4, 8} {
 		cfg := smallConfig(32, 4)
 		m := smallMoE(t, rng, cfg, bits)
 		h, in, is, topK := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok
@@ -187,18 +188,18 @@ func testMoEDecodeLayer(t *testing.T, k kern) {
 			h0 := randRows(rng, 1, h, 1)
 			ids, wts, sgate := routerTopK(k, m, x, topK)
 			stride := max(in, is)
-			md := dims(h, in, is, topK, bits, stride)
+			// Every operand shifted (second pass) or none (first), each matrix its own way.
+			sh := func(i int) [3]int { return shiftCases[bi*(1+i%3)] }
 			act := zeros((topK + 1) * stride)
-			bufs := map[int][]byte{12: i32(ids), 13: flat(x), 14: act, 15: md}
-			bindQ(bufs, 0, &m.Gate)
-			bindQ(bufs, 3, &m.Up)
-			bindQ(bufs, 6, &m.SharedGate)
-			bindQ(bufs, 9, &m.SharedUp)
-			k.run("moe_gate_up", [3]int{ceil(stride, 8), topK + 1, 1}, [3]int{256, 1, 1}, bufs)
+			up := map[int][]byte{12: i32(ids), 13: flat(x), 14: act}
 			hb := flat(h0)
-			bufs = map[int][]byte{6: i32(ids), 7: f32(wts), 8: f32(sgate), 9: act, 10: hb, 11: md}
-			bindQ(bufs, 0, &m.Down)
-			bindQ(bufs, 3, &m.SharedDown)
+			down := map[int][]byte{6: i32(ids), 7: f32(wts), 8: f32(sgate), 9: act, 10: hb}
+			md := dims(h, in, is, topK, bits, stride, bindQShifted(up, 0, &m.Gate, sh(0)), bindQShifted(up, 3, &m.Up, sh(1)),
+				bindQShifted(up, 6, &m.SharedGate, sh(2)), bindQShifted(up, 9, &m.SharedUp, sh(3)),
+				bindQShifted(down, 0, &m.Down, sh(4)), bindQShifted(down, 3, &m.SharedDown, sh(5)))
+			up[15], down[11] = md, md
+			k.run("moe_gate_up", [3]int{ceil(stride, 8), topK + 1, 1}, [3]int{256, 1, 1}, up)
+			bufs := down
 			k.run("moe_down", [3]int{ceil(h, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
 			nearRows(t, "moe decode", rowsOf(hb, h), refMoE(t, cfg, m, x, h0), moeTol)
 		}
@@ -219,25 +220,24 @@ func testMoEPrefillLayer(t *testing.T, k kern) {
 		ids, wts, sgate := routerTopK(k, m, x, c.topK)
 		offsets, order := group(k, ids, c.e)
 		n := T * c.topK
-		gd := dims(T, c.topK, h, in, c.bits)
 		act, out := zeros(n*in), zeros(n*h)
-		bufs := map[int][]byte{6: flat(x), 7: i32(order), 8: i32(offsets), 9: act, 10: gd}
-		bindQ(bufs, 0, &m.Gate)
-		bindQ(bufs, 3, &m.Up)
-		k.run("moe_gemm_gate_up", [3]int{ceil(in, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, bufs)
-		bufs = map[int][]byte{3: act, 4: i32(order), 5: i32(offsets), 6: out, 7: gd}
-		bindQ(bufs, 0, &m.Down)
+		gu := map[int][]byte{6: flat(x), 7: i32(order), 8: i32(offsets), 9: act}
+		bufs := map[int][]byte{3: act, 4: i32(order), 5: i32(offsets), 6: out}
+		gd := dims(T, c.topK, h, in, c.bits, bindQShifted(gu, 0, &m.Gate, shiftCases[1]),
+			bindQShifted(gu, 3, &m.Up, shiftCases[2]), bindQShifted(bufs, 0, &m.Down, shiftCases[3]))
+		gu[10], bufs[7] = gd, gd
+		k.run("moe_gemm_gate_up", [3]int{ceil(in, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, gu)
 		k.run("moe_gemm_down", [3]int{ceil(h, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, bufs)
 
 		sg, su, shared := qmm(k, &m.SharedGate, x), qmm(k, &m.SharedUp, x), zeros(T*h)
 		k.run("swiglu", [3]int{ceil(T*is, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: sg, 1: su, 2: dims(T * is)})
-		bufs = map[int][]byte{3: sg, 4: shared, 5: dims(T, h, is, c.bits, 0)}
+		bufs = map[int][]byte{3: sg, 4: shared, 5: dims(T, h, is, c.bits, 0, 0)}
 		bindQ(bufs, 0, &m.SharedDown)
 		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
 
 		y := flat(h0)
 		bufs = map[int][]byte{0: out, 1: f32(wts), 2: f32(sgate), 3: shared, 4: y,
-			5: dims(h, in, is, c.topK, c.bits, max(in, is))}
+			5: dims(h, in, is, c.topK, c.bits, max(in, is), 0, 0, 0, 0, 0, 0)}
 		k.run("moe_combine", [3]int{ceil(h, 256), T, 1}, [3]int{256, 1, 1}, bufs)
 		nearRows(t, "moe prefill", rowsOf(y, h), refMoE(t, cfg, m, x, h0), moeTol)
 	}
@@ -247,7 +247,7 @@ func testMoEPrefillLayer(t *testing.T, k kern) {
 func qmm(k kern, m *checkpoint.Matrix, x [][]float32) []byte {
 	T := len(x)
 	y := zeros(T * m.Out)
-	bufs := map[int][]byte{3: flat(x), 4: y, 5: dims(T, m.Out, m.In, m.Bits, 0)}
+	bufs := map[int][]byte{3: flat(x), 4: y, 5: dims(T, m.Out, m.In, m.Bits, 0, 0)}
 	bindQ(bufs, 0, m)
 	k.run("qmm", [3]int{ceil(m.Out, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
 	return y

@@ -27,8 +27,9 @@ const (
 // metalDims is a tiny model the kernels accept: the kernels are compiled for quantization groups
 // of 64, so every matrix input width is a multiple of 64.
 func metalDims() checkpointtest.Dims {
-	return checkpointtest.Dims{H: 64, Layers: 4, Interval: 4, Vocab: 256, Hq: 4, Hkv: 2, D: 32,
-		Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 64, Is: 64, Bits: 4, GroupSize: 64, GateBits: 8}
+	d := checkpointtest.Tiny() // with the kernels' group of 64
+	d.I, d.Is, d.GroupSize = 64, 64, 64
+	return d
 }
 
 func metalCheckpoint(t *testing.T, layout string) *checkpoint.Checkpoint {

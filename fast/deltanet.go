@@ -2,20 +2,94 @@ package fast
 
 import (
 	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
-// deltanetDims are the Gated DeltaNet sizes of one layer.
-type deltanetDims struct {
-	hk, hv, dk, dv, k int // key heads, value heads, head dims, conv taps
-	c                 int // conv channels: 2*hk*dk + hv*dv
-	eps               float32
+// deltanetNormEps is the epsilon of the q/k L2 normalisation (model.md §4.3 step 5).
+const deltanetNormEps = 1e-6
+
+// deltanetDecode: b.r = DeltaNet(b.a) for one token, updating the conv and recurrent state.
+func (s *Session) deltanetDecode(li int, l *layer) {
+	m, b, d := s.m, s.dec, &s.m.dims
+	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
+	s.cur = li
+	m.run.Run(d.ConvDim(), s.tasks.conv)
+	normQK(d, b.u, m.qkScale())
+	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
+	m.run.Run(d.Hv, s.tasks.heads)
+	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
+}
+
+// deltanetPrefill: r = DeltaNet(a) for t tokens. a, r: [t, H].
+func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
+	m, d := s.m, &s.m.dims
+	vd := d.Hv * d.Dv
+	qkv := make([]float32, t*d.ConvDim())
+	z := make([]float32, t*vd)
+	bb := make([]float32, t*d.Hv)
+	aa := make([]float32, t*d.Hv)
+	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
+	conv := s.conv[li]
+	m.run.Run(d.ConvDim(), func(lo, hi int) {
+		tmp := make([]float32, 2*d.K*(hi-lo))
+		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
+	})
+	g := make([]float32, t*d.Hv)
+	beta := make([]float32, t*d.Hv)
+	for i := 0; i < t; i++ {
+		normQK(d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
+		gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
+	}
+	o := make([]float32, t*vd)
+	y := make([]float32, t*vd)
+	ssm := s.ssm[li]
+	m.run.Run(d.Hv, func(lo, hi int) {
+		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi)
+		for i := 0; i < t; i++ {
+			for h := lo; h < hi; h++ {
+				at := i*vd + h*d.Dv
+				gatedNorm(m.ops, o[at:at+d.Dv], z[at:at+d.Dv], l.gn, y[at:at+d.Dv], m.eps())
+			}
+		}
+	})
+	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
+}
+
+// deltanetDecodeTasks returns the DeltaNet decode's parallel loops (decodeTasks): the conv over
+// channels [lo, hi) and the delta rule with the gated norm over value heads [lo, hi), on layer s.cur.
+func (s *Session) deltanetDecodeTasks() (conv, heads func(lo, hi int)) {
+	conv = func(lo, hi int) {
+		l := &s.m.layers[s.cur]
+		convStep(s.m.ops, &s.m.dims, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+	}
+	heads = func(lo, hi int) {
+		d, b, l := &s.m.dims, s.dec, &s.m.layers[s.cur]
+		deltanetStep(s.m.ops, d, b.u, b.u[2*d.Hk*d.Dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
+		for h := lo; h < hi; h++ {
+			gatedNorm(s.m.ops, b.o[h*d.Dv:(h+1)*d.Dv], b.z[h*d.Dv:(h+1)*d.Dv], l.gn, b.y[h*d.Dv:(h+1)*d.Dv], s.m.eps())
+		}
+	}
+	return conv, heads
+}
+
+// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
+// u: [C] with q heads then k heads first.
+func normQK(d *checkpoint.Dims, u []float32, s float32) {
+	for h := 0; h < 2*d.Hk; h++ {
+		sc := float32(1)
+		if h < d.Hk {
+			sc = s
+		}
+		l2normScale(u[h*d.Dk:(h+1)*d.Dk], deltanetNormEps, sc)
+	}
 }
 
 // convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
 // x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
 // first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
-func convStep(ops vecOps, d *deltanetDims, w, state, x, out []float32, lo, hi int) {
-	k, c := d.k, d.c
+func convStep(ops vecOps, d *checkpoint.Dims, w, state, x, out []float32, lo, hi int) {
+	k, c := d.K, d.ConvDim()
 	for ch := lo; ch < hi; ch++ {
 		wc := w[ch*k : ch*k+k]
 		acc := wc[k-1] * x[ch]
@@ -36,8 +110,8 @@ func convStep(ops vecOps, d *deltanetDims, w, state, x, out []float32, lo, hi in
 // output); state: [(K-1)*C] updated to the last K-1 pre-conv rows. tmp: at least 2K·(hi-lo)
 // scratch: the kernel transposed to [K][hi-lo], then K row buffers holding the last K pre-conv rows
 // (a ring; slot i mod K is token i's).
-func convSeq(ops vecOps, d *deltanetDims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
-	k, c, n := d.k, d.c, hi-lo
+func convSeq(ops vecOps, d *checkpoint.Dims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
+	k, c, n := d.K, d.ConvDim(), hi-lo
 	wt, ring := tmp[:k*n], tmp[k*n:(2*k)*n]
 	for ch := lo; ch < hi; ch++ {
 		for j := 0; j < k; j++ {
@@ -91,10 +165,10 @@ func l2normScale(x []float32, eps, s float32) {
 // (done once per key head by the caller), decay, delta update and output with the updated state.
 // qk: [2*Hk*Dk] normalised q (scaled by Dk^-1/2) then k; v: [Hv*Dv]; g, beta: [Hv];
 // state: [Hv, Dk, Dv] fp32; out: [Hv*Dv]; scr: [Hv*(Dk+Dv)] scratch.
-func deltanetStep(ops vecOps, d *deltanetDims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
-	dk, dv := d.dk, d.dv
-	rep := d.hv / d.hk
-	kOff := d.hk * dk
+func deltanetStep(ops vecOps, d *checkpoint.Dims, qk, v, g, beta, state, out, scr []float32, lo, hi int) {
+	dk, dv := d.Dk, d.Dv
+	rep := d.Hv / d.Hk
+	kOff := d.Hk * dk
 	for h := lo; h < hi; h++ {
 		kh := h / rep
 		q := qk[kh*dk : kh*dk+dk]
@@ -117,16 +191,4 @@ func deltanetStep(ops vecOps, d *deltanetDims, qk, v, g, beta, state, out, scr [
 		// S = decay*S + k ⊗ delta; out = Sᵀq, accumulated in the same pass.
 		ops.deltaUpdate(s, decay, k, q, delta, o)
 	}
-}
-
-func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-
-// softplus matches torch: x for x > 20, else log(1+exp(x)).
-func softplus(x float32) float32 {
-	if x > 20 {
-		return x
-	}
-	return float32(math.Log1p(math.Exp(float64(x))))
 }

@@ -1,6 +1,10 @@
 package fast
 
-import "math"
+import (
+	"math"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
 
 // chunk is the DeltaNet prefill chunk length (model.md §4.3 step 8).
 const chunk = 64
@@ -31,11 +35,11 @@ func newDeltaNetScratch(dk, dv int) *deltanetScratch {
 // Everything but the forward substitution is a small matrix product on the attention tiles
 // (scoreTile: K·Kᵀ and Q·Kᵀ; accumTile: W·S, Q·S, the causal scores times Vn, and the state
 // update); the substitution is row by row, as it must be.
-func deltanetChunked(ops vecOps, d *deltanetDims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
+func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
 	scr []*deltanetScratch, lo, hi int) {
-	dk, dv, hv := d.dk, d.dv, d.hv
-	rep := hv / d.hk
-	kOff := d.hk * dk
+	dk, dv, hv := d.Dk, d.Dv, d.Hv
+	rep := hv / d.Hk
+	kOff := d.Hk * dk
 	for h := lo; h < hi; h++ {
 		kh := h / rep
 		s := state[h*dk*dv : (h+1)*dk*dv]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/fast/cpu"
+	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
 // chunkVsStepTol: the chunked and recurrent forms differ only in float32 summation order; over a
@@ -30,13 +31,13 @@ func TestDeltaNetChunkedEqualsRecurrent(t *testing.T) {
 
 func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, decay float64) {
 	for _, T := range []int{1, 5, 63, 64, 65, 130} {
-		d := &deltanetDims{hk: 2, hv: 4, dk: dk, dv: dv, k: 4, eps: 1e-6}
+		d := &checkpoint.Dims{Hk: 2, Hv: 4, Dk: dk, Dv: dv, K: 4}
 		rng := rand.New(rand.NewPCG(uint64(T), 1))
-		qkW := 2 * d.hk * d.dk
+		qkW := 2 * d.Hk * d.Dk
 		qk := make([]float32, T*qkW)
-		v := make([]float32, T*d.hv*d.dv)
-		g := make([]float32, T*d.hv)
-		beta := make([]float32, T*d.hv)
+		v := make([]float32, T*d.Hv*d.Dv)
+		g := make([]float32, T*d.Hv)
+		beta := make([]float32, T*d.Hv)
 		for i := range v {
 			v[i] = float32(rng.NormFloat64())
 		}
@@ -45,35 +46,35 @@ func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, deca
 			for j := range row {
 				row[j] = float32(rng.NormFloat64())
 			}
-			for kh := 0; kh < 2*d.hk; kh++ {
+			for kh := 0; kh < 2*d.Hk; kh++ {
 				s := float32(1)
-				if kh < d.hk {
-					s = 1 / float32(math.Sqrt(float64(d.dk)))
+				if kh < d.Hk {
+					s = 1 / float32(math.Sqrt(float64(d.Dk)))
 				}
-				l2normScale(row[kh*d.dk:(kh+1)*d.dk], d.eps, s)
+				l2normScale(row[kh*d.Dk:(kh+1)*d.Dk], deltanetNormEps, s)
 			}
 		}
 		for i := range g {
 			g[i] = -float32(rng.Float64() * decay)
 			beta[i] = float32(rng.Float64())
 		}
-		init := make([]float32, d.hv*d.dk*d.dv)
+		init := make([]float32, d.Hv*d.Dk*d.Dv)
 		for i := range init {
 			init[i] = float32(rng.NormFloat64()) * 0.1
 		}
 		s1 := append([]float32(nil), init...)
 		s2 := append([]float32(nil), init...)
-		o1 := make([]float32, T*d.hv*d.dv)
-		o2 := make([]float32, T*d.hv*d.dv)
+		o1 := make([]float32, T*d.Hv*d.Dv)
+		o2 := make([]float32, T*d.Hv*d.Dv)
 		for i := 0; i < T; i++ {
-			deltanetStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.hv*d.dv:(i+1)*d.hv*d.dv], g[i*d.hv:(i+1)*d.hv], beta[i*d.hv:(i+1)*d.hv],
-				s1, o1[i*d.hv*d.dv:(i+1)*d.hv*d.dv], make([]float32, d.hv*(d.dk+d.dv)), 0, d.hv)
+			deltanetStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.Hv*d.Dv:(i+1)*d.Hv*d.Dv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv],
+				s1, o1[i*d.Hv*d.Dv:(i+1)*d.Hv*d.Dv], make([]float32, d.Hv*(d.Dk+d.Dv)), 0, d.Hv)
 		}
-		scr := make([]*deltanetScratch, d.hv)
+		scr := make([]*deltanetScratch, d.Hv)
 		for h := range scr {
-			scr[h] = newDeltaNetScratch(d.dk, d.dv)
+			scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 		}
-		deltanetChunked(ops, d, T, qk, qkW, v, d.hv*d.dv, g, beta, s2, o2, scr, 0, d.hv)
+		deltanetChunked(ops, d, T, qk, qkW, v, d.Hv*d.Dv, g, beta, s2, o2, scr, 0, d.Hv)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
 			t.Fatalf("dk %d decay %g T=%d: outputs differ by %g", dk, decay, T, e)
 		}

@@ -4,6 +4,12 @@
 // resident); prefill processes the prompt in chunks (row-dequantized GEMMs reused across tokens,
 // tokens grouped by expert, the chunked delta rule, causal attention tiled over query rows).
 // The heavy loops run on a fixed worker pool; nothing is allocated per token.
+//
+// The files follow the model's layers, as ref's do, each holding its decode and prefill:
+// deltanet.go (with the chunked delta rule in deltanet_chunk.go), attention.go, moe.go, and
+// linear.go (the gathered mat-vec and mat-mat dispatches). decode.go and prefill.go drive the two
+// phases over the layers; session.go holds a sequence's state, kvcache.go its attention cache,
+// weights.go the matrix views, ops.go the shared vector loops, trace.go the observed twins.
 package fast
 
 import (
@@ -20,19 +26,19 @@ import (
 // kernels and their worker pool, which the Model owns (Close stops it). It is immutable after Open
 // and may be shared by sessions that are used one at a time (they share the pool).
 type Model struct {
-	cfg      *checkpoint.Config
-	run      *cpu.Pool // the kernels' pool; it also runs the plans' other parallel loops
-	k        *cpu.Kernels
-	embed    *mat
-	lmHead   *mat
-	final    []float32
-	layers   []layer
-	inv      []float64 // RoPE inverse frequencies
-	deltanet deltanetDims
-	maxCtx   int
-	ops      vecOps // dot and axpy of the plans' inner loops
-	int16    bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
-	kv32     bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
+	cfg    *checkpoint.Config
+	run    *cpu.Pool // the kernels' pool; it also runs the plans' other parallel loops
+	k      *cpu.Kernels
+	embed  *mat
+	lmHead *mat
+	final  []float32
+	layers []layer
+	inv    []float64 // RoPE inverse frequencies
+	dims   checkpoint.Dims
+	maxCtx int
+	ops    vecOps // dot and axpy of the plans' inner loops
+	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
+	kv32   bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
 }
 
 type layer struct {
@@ -104,11 +110,9 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 		maxCtx = c.MaxPositionEmbeddings
 	}
 	m := &Model{cfg: c, run: k.Pool(), k: k, ops: vecOps{k}, int16: o.Int16Activations, kv32: o.KVCacheF32, final: w.FinalNorm, maxCtx: maxCtx,
-		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta),
-		deltanet: deltanetDims{hk: c.LinearNumKeyHeads, hv: c.LinearNumValueHeads, dk: c.LinearKeyHeadDim,
-			dv: c.LinearValueHeadDim, k: c.LinearConvKernel, c: c.ConvDim(), eps: 1e-6}}
-	if m.deltanet.dv > 256 || c.HeadDim > 512 {
-		return nil, fmt.Errorf("fast: head dims %d/%d exceed the kernels' limits", m.deltanet.dv, c.HeadDim)
+		inv: ropeInvFreq(c.RotaryDim(), c.RopeTheta), dims: c.Dims()}
+	if m.dims.Dv > 256 || c.HeadDim > 512 {
+		return nil, fmt.Errorf("fast: head dims %d/%d exceed the kernels' limits", m.dims.Dv, c.HeadDim)
 	}
 	var err error
 	one := func(x *checkpoint.Matrix) *mat {
@@ -171,7 +175,7 @@ func (m *Model) embedRow(id int32, h []float32) error {
 }
 
 // qkScale is Dk^-1/2, applied to q after its L2 norm.
-func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.deltanet.dk))) }
+func (m *Model) qkScale() float32 { return float32(1 / math.Sqrt(float64(m.dims.Dk))) }
 
 // KVElementBytes is the size of one cached K or V element: 2 (fp16), or 4 with Options.KVCacheF32.
 func (m *Model) KVElementBytes() int {

@@ -54,44 +54,6 @@ func ropeInvFreq(rot int, theta float64) []float64 {
 	return inv
 }
 
-// route computes the router's top-k: softmax over logits (float64), the k largest probabilities
-// (ties to the lower index), renormalised. logits: [E]; ids, w: [k].
-func route(logits []float32, ids []int, w []float32) {
-	mx := logits[0]
-	for _, v := range logits {
-		mx = max(mx, v)
-	}
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v - mx))
-	}
-	k := len(ids)
-	for j := 0; j < k; j++ {
-		ids[j] = -1
-	}
-	// insertion into a sorted top-k (k is small).
-	for e, v := range logits {
-		pos := k
-		for pos > 0 && (ids[pos-1] < 0 || v > logits[ids[pos-1]]) {
-			pos--
-		}
-		if pos == k {
-			continue
-		}
-		copy(ids[pos+1:], ids[pos:k-1])
-		ids[pos] = e
-	}
-	var sum float64
-	for j, e := range ids {
-		p := math.Exp(float64(logits[e]-mx)) / z
-		w[j] = float32(p)
-		sum += p
-	}
-	for j := range w {
-		w[j] = float32(float64(w[j]) / sum)
-	}
-}
-
 // vecOps are the vector loops of the plans (dot, axpy and scaleAxpy in the delta rule and the MoE
 // combine; the block helpers of attention and the chunked delta rule; SiLU in the DeltaNet conv and
 // output gate and the SwiGLU) on the fast/cpu kernels.
@@ -178,4 +140,16 @@ func (o vecOps) accumTileF16(out []float32, m, d int, p []float32, n int, v []ui
 // out = Σ_i q_i·S_i from the new rows (delta and out must not overlap).
 func (o vecOps) deltaUpdate(s []float32, decay float32, k, q, delta, out []float32) {
 	o.k.DeltaUpdate(s, decay, k, q, delta, out)
+}
+
+func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+// softplus matches torch: x for x > 20, else log(1+exp(x)).
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log1p(math.Exp(float64(x))))
 }

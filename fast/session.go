@@ -39,20 +39,20 @@ func (m *Model) newSession() *Session {
 	n := len(m.layers)
 	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
 	s.kv = make([]*kvCache, n)
-	d := m.deltanet
+	d := m.dims
 	for i, l := range m.layers {
 		if l.kind == checkpoint.LinearAttention {
-			s.conv[i] = make([]float32, (d.k-1)*d.c)
-			s.ssm[i] = make([]float32, d.hv*d.dk*d.dv)
+			s.conv[i] = make([]float32, (d.K-1)*d.ConvDim())
+			s.ssm[i] = make([]float32, d.Hv*d.Dk*d.Dv)
 		} else {
 			s.kv[i] = &kvCache{f32: m.kv32}
 		}
 	}
 	s.dec = newDecodeBufs(m)
 	s.tasks = s.newDecodeTasks()
-	s.scr = make([]*deltanetScratch, d.hv)
+	s.scr = make([]*deltanetScratch, d.Hv)
 	for h := range s.scr {
-		s.scr[h] = newDeltaNetScratch(d.dk, d.dv)
+		s.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 	}
 	return s
 }

@@ -35,7 +35,7 @@ func qmv(m *qmat, x, y device.Arg, add bool) *device.Dispatch {
 		k = "qmv_add"
 	}
 	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, 8), 1, 1), Threads: grid(256, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits))}}
+		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits, m.sh()))}}
 }
 
 // qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=). One SIMD group per 8×8 output tile.
@@ -45,13 +45,13 @@ func qmm(m *qmat, t int, x, y device.Arg, add bool) *device.Dispatch {
 		a = 1
 	}
 	return &device.Dispatch{Kernel: "qmm", Groups: grid(cdiv(m.out, 8), cdiv(t, 8), 1), Threads: grid(32, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a))}}
+		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a, m.sh()))}}
 }
 
 // embed: out [t, H] = rows ids [t] of the quantized table.
 func embedRows(m *qmat, t int, ids, out device.Arg) *device.Dispatch {
 	return &device.Dispatch{Kernel: "embed", Groups: grid(cdiv(m.in, 256), t, 1), Threads: grid(256, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, ids, out, inline(dims(m.out, m.in, m.bits))}}
+		Args: []device.Arg{m.w, m.s, m.b, ids, out, inline(dims(m.out, m.in, m.bits, m.sh()))}}
 }
 
 // rmsNorm: y [t, n] = x / rms(x) · w, one threadgroup of 256 per row.

@@ -14,7 +14,7 @@ func (e *Model) Weights() WeightBytes { return e.loaded }
 
 // String is the load log line: bytes wrapped in place and bytes copied.
 func (b WeightBytes) String() string {
-	return fmt.Sprintf("weights: %d bytes wrapped in place, %d bytes copied (%d shards, %d with misaligned data)",
+	return fmt.Sprintf("weights: %d bytes wrapped in place, %d bytes copied (%d shards, %d with data at an unaligned offset, bound with byte shifts)",
 		b.Wrapped, b.Copied, b.Shards, b.Misaligned)
 }
 

@@ -38,7 +38,7 @@ func (e *Model) footprint(w *checkpoint.Weights) Footprint {
 	}
 	type extent struct{ lo, hi uintptr }
 	files := map[string]*extent{}
-	quantTensors(w, func(t *checkpoint.Tensor, _ uintptr) {
+	quantTensors(w, func(t *checkpoint.Tensor) {
 		a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
 		if t.File == "" || len(t.Data) == 0 {
 			f.Weights += int64(len(t.Data))

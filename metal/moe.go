@@ -11,19 +11,20 @@ import (
 func routerTopK(s *sizes, l *deviceLayer, t int, x, ids, wts, sgate device.Arg) *device.Dispatch {
 	r := l.router
 	return &device.Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(lanes(32*(s.e+1), s.routerLanes), 1, 1),
-		Args: []device.Arg{r.w, r.s, r.b, l.seg.w, l.seg.s, l.seg.b, x, ids, wts, sgate, inline(dims(s.e, s.h, s.k, r.bits))}}
+		Args: []device.Arg{r.w, r.s, r.b, l.seg.w, l.seg.s, l.seg.b, x, ids, wts, sgate, inline(dims(s.e, s.h, s.k, r.bits, r.sh(), l.seg.sh()))}}
 }
 
-// moeDims is the MoEDims struct (act rows are max(I, Is) wide).
-func (s *sizes) moeDims(bits, actStride int) []byte {
-	return dims(s.h, s.inter, s.shared, s.k, bits, actStride)
+// moeDims is the MoEDims struct of layer l (act rows are max(I, Is) wide).
+func (s *sizes) moeDims(l *deviceLayer, actStride int) []byte {
+	return dims(s.h, s.inter, s.shared, s.k, l.gate.bits, actStride,
+		l.gate.sh(), l.up.sh(), l.sg.sh(), l.su.sh(), l.down.sh(), l.sd.sh())
 }
 
 // moeDecode: act [k+1, max(I,Is)] = the k routed experts' and the shared expert's SwiGLU, then
 // h [H] += Σ wts·down + sigmoid(sgate)·shared down. ids, wts [k]; sgate [1]; x [H].
 func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate, x, act, h device.Arg) []device.Command {
 	st := max(s.inter, s.shared)
-	d := s.moeDims(l.gate.bits, st)
+	d := s.moeDims(l, st)
 	return []device.Command{
 		&device.Dispatch{Kernel: "moe_gate_up", Groups: grid(cdiv(st, 8), s.k+1, 1), Threads: grid(256, 1, 1),
 			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, l.sg.w, l.sg.s, l.sg.b,
@@ -50,7 +51,7 @@ func moeGroup(s *sizes, n int, zeroes device.Buffer, ids, counts, offsets, curso
 // moeGemm: act [t*k, I] = SwiGLU of each slot's expert, out [t*k, H] = down of it, expert by expert
 // over the grouped slots. x [t, H].
 func moeGemm(s *sizes, l *deviceLayer, t int, x, order, offsets, act, out device.Arg) []device.Command {
-	d := inline(dims(t, s.k, s.h, s.inter, l.gate.bits))
+	d := inline(dims(t, s.k, s.h, s.inter, l.gate.bits, l.gate.sh(), l.up.sh(), l.down.sh()))
 	return []device.Command{
 		&device.Dispatch{Kernel: "moe_gemm_gate_up", Groups: grid(cdiv(s.inter, 8), cdiv(t, 8), s.e), Threads: grid(32, 1, 1),
 			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, x, order, offsets, act, d}},
@@ -68,7 +69,7 @@ func swiglu(n int, g, u device.Arg) *device.Dispatch {
 // moeCombine: y [t, H] += Σ_j wts·out[t*k+j] + sigmoid(sgate[t])·shared[t].
 func moeCombine(s *sizes, l *deviceLayer, t int, out, wts, sgate, shared, y device.Arg) *device.Dispatch {
 	return &device.Dispatch{Kernel: "moe_combine", Groups: grid(cdiv(s.h, 256), t, 1), Threads: grid(256, 1, 1),
-		Args: []device.Arg{out, wts, sgate, shared, y, inline(s.moeDims(l.gate.bits, max(s.inter, s.shared)))}}
+		Args: []device.Arg{out, wts, sgate, shared, y, inline(s.moeDims(l, max(s.inter, s.shared)))}}
 }
 
 // moePlan is layer i's MoE block for step p on a [t, H] (the post-attention norm of h), added to

@@ -12,12 +12,19 @@ import (
 
 // qmat is a quantized matrix on the device: windows of its packed words, bf16 scales and biases.
 // Stacked experts keep all experts in one window; the kernels index expert e's rows at e*out.
+// Each window starts at the 4-byte floor of its tensor's first byte and ends at the 4-byte ceiling
+// of its last; wsh, ssh and bsh are the tensors' starts mod 4 inside them (the kernels' loaders,
+// qword and qbf16 in kernels/00_common.metal, take them).
 type qmat struct {
 	w, s, b        device.Arg
+	wsh, ssh, bsh  int
 	out, in, bits  int
 	name           string
 	experts, bytes int
 }
+
+// sh is the shifts field of the kernels' dims structs: wsh | ssh<<8 | bsh<<16.
+func (m *qmat) sh() int { return m.wsh | m.ssh<<8 | m.bsh<<16 }
 
 // vec is a float32 vector in the engine's vector arena (a pointer: its Buf is set once the arena
 // is uploaded).
@@ -44,96 +51,97 @@ type deviceLayer struct {
 	sg, su, sd       *qmat
 }
 
-// span is the memory of one mapped file that the weights use: [start, end) as addresses.
+// span is the memory of one mapped file that the weights use: [start, end) as addresses, widened to
+// whole 4-byte words (so that every tensor's window, from the floor of its start to the ceiling of
+// its end, lies inside it).
 type span struct {
 	start, end uintptr
-	first      []byte // the tensor that starts at start
+	base       unsafe.Pointer // the address start
 	buf        device.Buffer
-	off        int  // where start sits in buf
-	copied     bool // buf is one copy of the span (its tensors are misaligned in the file)
+	off        int // where start sits in buf
 }
 
-// quantTensors calls f with every quantized tensor of w and the alignment its kernels load it at
-// (packed words 4 bytes, bf16 scales and biases 2).
-func quantTensors(w *checkpoint.Weights, f func(t *checkpoint.Tensor, align uintptr)) {
+// quantTensors calls f with every quantized tensor of w.
+func quantTensors(w *checkpoint.Weights, f func(t *checkpoint.Tensor)) {
 	each(w, func(m *checkpoint.Matrix) {
-		f(&m.W, 4)
-		f(&m.Scales, 2)
-		f(&m.Biases, 2)
+		f(&m.W)
+		f(&m.Scales)
+		f(&m.Biases)
 	})
 }
 
 // WeightBytes says how the quantized weights reached the device: bytes bound in place inside the
-// wraps of their mapped files, and bytes copied (a shard whose data start is misaligned, as MLX's
-// unpadded headers leave it, is copied once, whole, and never also wrapped).
+// wraps of their mapped files, and bytes copied (only tensors that live in no file, as tests build
+// them). Misaligned counts the shards whose data does not start at a multiple of 4 (MLX's
+// unpadded headers): they are bound in place too, with per-tensor byte shifts.
 type WeightBytes struct {
 	Wrapped, Copied    int64
 	Shards, Misaligned int
 }
 
-// upload binds every quantized tensor (one buffer per mapped file: the file mapping wrapped in
-// place where the kernels' loads are aligned in it, else one copy of the file's span) and copies
-// the float vectors into one arena.
+// upload binds every quantized tensor and copies the float vectors into one arena. Each mapped file
+// is wrapped in place once (zero-copy, whatever the alignment of its data: see qmat), and every
+// tensor is a window of that wrap.
 func (e *Model) upload(w *checkpoint.Weights) error {
 	spans := map[string]*span{}
 	var files []string
 	misaligned := map[string]bool{}
-	quantTensors(w, func(t *checkpoint.Tensor, align uintptr) {
+	quantTensors(w, func(t *checkpoint.Tensor) {
 		if t.File == "" || len(t.Data) == 0 {
 			return
 		}
-		a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
-		if a%align != 0 {
+		p := unsafe.Pointer(unsafe.SliceData(t.Data))
+		a := uintptr(p)
+		if a%4 != 0 {
 			misaligned[t.File] = true
 		}
+		// lo is a's 4-byte floor, which lies in the same mapping: a tensor's data follows the 8-byte
+		// length and the header of its file.
+		lo, hi := a&^3, (a+uintptr(len(t.Data))+3)&^3
 		sp := spans[t.File]
 		if sp == nil {
-			sp = &span{start: a, end: a + uintptr(len(t.Data)), first: t.Data}
+			sp = &span{start: lo, end: hi, base: unsafe.Add(p, -int(a-lo))}
 			spans[t.File] = sp
 			files = append(files, t.File)
 		}
-		if a < sp.start {
-			sp.start, sp.first = a, t.Data
+		if lo < sp.start {
+			sp.start, sp.base = lo, unsafe.Add(p, -int(a-lo))
 		}
-		sp.end = max(sp.end, a+uintptr(len(t.Data)))
+		sp.end = max(sp.end, hi)
 	})
 	for _, f := range files {
 		sp := spans[f]
-		mem := unsafe.Slice(unsafe.SliceData(sp.first), int(sp.end-sp.start))
-		// A misaligned file is copied: the copy starts at a buffer's aligned base, so every tensor whose
-		// offset from the span's start is a multiple of its alignment (all of them in an MLX shard,
-		// whose tensors are whole words) is aligned in it.
-		sp.copied = misaligned[f]
-		buf, off, err := e.dev.Wrap(mem, !sp.copied)
+		// The span may end up to 3 bytes past its last tensor, and so past the end of the file: those
+		// bytes are in the file mapping's last page, which the OS maps whole (they read as zero), and
+		// the kernels never use them.
+		mem := unsafe.Slice((*byte)(sp.base), int(sp.end-sp.start))
+		buf, off, err := e.dev.Wrap(mem, true)
 		if err != nil {
 			return fmt.Errorf("metal: weights of %s: %w", f, err)
 		}
 		sp.buf, sp.off = buf, off
 		e.wbufs = append(e.wbufs, buf)
 		e.loaded.Shards++
-		if sp.copied {
+		e.loaded.Wrapped += int64(len(mem))
+		if misaligned[f] {
 			e.loaded.Misaligned++
-			e.loaded.Copied += int64(len(mem))
-		} else {
-			e.loaded.Wrapped += int64(len(mem))
 		}
 	}
-	// tensor is t's window inside its file's buffer when its offset there suits the kernels' loads,
-	// else a copy of its own (a tensor that is misaligned even relative to its file's first tensor).
-	tensor := func(t *checkpoint.Tensor, align uintptr) (device.Arg, error) {
+	// tensor is t's window inside its file's buffer (from the 4-byte floor of its start to the ceiling
+	// of its end) and its start's shift in it; a tensor of no file is copied.
+	tensor := func(t *checkpoint.Tensor) (device.Arg, int, error) {
 		if sp := spans[t.File]; t.File != "" && sp != nil {
 			off := sp.off + int(uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))-sp.start)
-			if uintptr(off)%align == 0 {
-				return device.Arg{Buf: sp.buf, Off: off, Len: len(t.Data)}, nil
-			}
+			lo, hi := off&^3, (off+len(t.Data)+3)&^3
+			return device.Arg{Buf: sp.buf, Off: lo, Len: hi - lo}, off - lo, nil
 		}
 		buf, off, err := e.dev.Wrap(t.Data, false)
 		if err != nil {
-			return device.Arg{}, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
+			return device.Arg{}, 0, fmt.Errorf("metal: tensor %s: %w", t.Name, err)
 		}
 		e.wbufs = append(e.wbufs, buf)
 		e.loaded.Copied += int64(len(t.Data))
-		return device.Arg{Buf: buf, Off: off, Len: len(t.Data)}, nil
+		return device.Arg{Buf: buf, Off: off, Len: len(t.Data)}, 0, nil
 	}
 	var err error
 	mat := func(m *checkpoint.Matrix) *qmat {
@@ -142,14 +150,14 @@ func (e *Model) upload(w *checkpoint.Weights) error {
 		}
 		q := &qmat{out: m.Out, in: m.In, bits: m.Bits, name: m.Name, experts: m.Experts}
 		for _, p := range []struct {
-			dst   *device.Arg
-			t     *checkpoint.Tensor
-			align uintptr
-		}{{&q.w, &m.W, 4}, {&q.s, &m.Scales, 2}, {&q.b, &m.Biases, 2}} {
-			if *p.dst, err = tensor(p.t, p.align); err != nil {
+			dst *device.Arg
+			sh  *int
+			t   *checkpoint.Tensor
+		}{{&q.w, &q.wsh, &m.W}, {&q.s, &q.ssh, &m.Scales}, {&q.b, &q.bsh, &m.Biases}} {
+			if *p.dst, *p.sh, err = tensor(p.t); err != nil {
 				return nil
 			}
-			q.bytes += p.dst.Len
+			q.bytes += len(p.t.Data)
 		}
 		return q
 	}

@@ -57,9 +57,9 @@ func TestInspectJSONAndTable(t *testing.T) {
 		}
 		stored += n
 	}
-	if got.Model != dir || got.Layout != "mlx" || got.Tensors != len(specs) || got.Layers != d.Layers ||
+	if got.Model != dir || got.Layout != "mlx" || got.Tensors != len(specs) || got.Layers != d.NumLayers() ||
 		got.BytesTotal != stored || got.Quantization.Bits != 4 || got.Quantization.Mode != "affine" ||
-		got.Quantization.Overrides != 2*d.Layers || got.EOSTokenIDs[1] != 254 {
+		got.Quantization.Overrides != 2*d.NumLayers() || got.EOSTokenIDs[1] != 254 {
 		t.Fatalf("unexpected report %+v", got)
 	}
 	if !(got.ParamsActive > 0 && got.ParamsActive < got.ParamsTotal && got.DecodeBytesPerToken < got.BytesTotal) {

@@ -190,7 +190,7 @@ func doctorShards(r *doctorReport, dir string) {
 		start := 8 + binary.LittleEndian.Uint64(head[:])
 		how := "aligned: wrapped in place"
 		if start%4 != 0 {
-			how = "misaligned: copied once"
+			how = "unaligned: wrapped in place, read at byte shifts"
 		}
 		parts = append(parts, fmt.Sprintf("%s data at byte %d (%s)", filepath.Base(f), start, how))
 	}

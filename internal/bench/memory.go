@@ -1,17 +1,10 @@
 package bench
 
-import "fmt"
+import (
+	"fmt"
 
-// Shape is what a memory budget needs of a model's architecture (config.json's text_config).
-type Shape struct {
-	Layers, FullAttention, LinearAttention int // layers, of which full (gated) attention and Gated DeltaNet
-	Hidden, Vocab                          int
-	Heads, KVHeads, HeadDim                int // full attention: Hq, Hkv, D
-	KeyHeads, ValueHeads, KeyDim, ValueDim int // Gated DeltaNet: Hk, Hv, Dk, Dv
-	ConvKernel                             int // Gated DeltaNet causal convolution width K
-	Experts, ExpertsPerToken               int
-	MoEIntermediate, SharedIntermediate    int
-}
+	"github.com/lily-engine/lily/internal/checkpoint"
+)
 
 // Memory is a computed budget of a session's memory at a context length, in bytes.
 type Memory struct {
@@ -34,24 +27,22 @@ func (m Memory) String() string {
 // the default GOGC=100 (garbage is collected when the heap reaches twice the live data).
 const gcHeadroom = 2
 
-// MemoryAt computes the budget of one session of s at ctx positions: weights bytes of mapped
-// tensors, kvElem bytes per cached K/V element (2 for fp16, 4 for float32), the prefill running in
-// chunks of chunk tokens. Buffers are the largest layer's float32 activations for one chunk, each
+// MemoryAt computes the budget of one session of a model of sizes d at ctx positions: weights
+// bytes of mapped tensors, kvElem bytes per cached K/V element (2 for fp16, 4 for float32), the
+// prefill running in chunks of chunk tokens. Buffers are the largest layer's float32 activations for one chunk, each
 // counted once (the hidden state x, its normed copy and the layer output; attention's query and gate,
 // keys, values and output; the DeltaNet's convolution input and output, z, b, a and output; the
 // MoE's router logits, the gathered expert inputs and outputs, the experts' and shared expert's
 // gate, up and activation) plus one row of logits, times gcHeadroom. Attention is tiled (no
 // [chunk, ctx] score matrix), so no buffer grows with the context.
-func MemoryAt(s Shape, weights int64, ctx, chunk, kvElem int) Memory {
+func MemoryAt(d checkpoint.Dims, weights int64, ctx, chunk, kvElem int) Memory {
 	m := Memory{Weights: weights}
-	m.KV = int64(ctx) * int64(s.FullAttention) * 2 * int64(s.KVHeads*s.HeadDim) * int64(kvElem)
-	conv := 2*s.KeyHeads*s.KeyDim + s.ValueHeads*s.ValueDim
-	perLayer := s.ValueHeads*s.KeyDim*s.ValueDim + conv*(s.ConvKernel-1)
-	m.State = 4 * int64(s.LinearAttention) * int64(perLayer)
-	attn := 3*s.Heads*s.HeadDim + 2*s.KVHeads*s.HeadDim
-	deltanet := 2*conv + 2*s.ValueHeads*s.ValueDim + 2*s.ValueHeads
-	moe := s.Experts + 2*s.ExpertsPerToken*s.Hidden + 3*s.ExpertsPerToken*s.MoEIntermediate + 3*s.SharedIntermediate
-	perToken := 3*s.Hidden + max(attn, deltanet, moe)
-	m.Buffers = gcHeadroom * 4 * (int64(chunk)*int64(perToken) + int64(s.Vocab))
+	m.KV = int64(ctx) * int64(d.Count(checkpoint.FullAttention)) * 2 * int64(d.KVWidth()) * int64(kvElem)
+	m.State = 4 * int64(d.Count(checkpoint.LinearAttention)) * int64(d.DeltaNetState())
+	attn := 3*d.Hq*d.D + 2*d.KVWidth()
+	deltanet := 2*d.ConvDim() + 2*d.ValueDim() + 2*d.Hv
+	moe := d.E + 2*d.TopK*d.H + 3*d.TopK*d.I + 3*d.Is
+	perToken := 3*d.H + max(attn, deltanet, moe)
+	m.Buffers = gcHeadroom * 4 * (int64(chunk)*int64(perToken) + int64(d.Vocab))
 	return m
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/synth"
 )
 
@@ -16,7 +17,9 @@ const longContext = 131072
 // prefillChunk mirrors fast's prefill chunk (1,024 tokens), the size the activations scale with.
 const prefillChunk = 1024
 
-func qwenShape(t *testing.T) (Shape, int64) {
+// qwenDims are the real model's sizes, from the config.json synth writes for it, and the bytes of
+// its 4-bit MLX checkpoint.
+func qwenDims(t *testing.T) (checkpoint.Dims, int64) {
 	t.Helper()
 	c, err := synth.Preset(synth.PresetQwen)
 	if err != nil {
@@ -26,21 +29,22 @@ func qwenShape(t *testing.T) (Shape, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := c.NumLayers / c.FullAttentionInterval
-	return Shape{
-		Layers: c.NumLayers, FullAttention: full, LinearAttention: c.NumLayers - full,
-		Hidden: c.HiddenSize, Vocab: c.VocabSize, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
-		KeyHeads: c.LinearNumKeyHeads, ValueHeads: c.LinearNumValueHeads, KeyDim: c.LinearKeyHeadDim,
-		ValueDim: c.LinearValueHeadDim, ConvKernel: c.LinearConvKernel, Experts: c.NumExperts,
-		ExpertsPerToken: c.NumExpertsPerTok, MoEIntermediate: c.MoEIntermediate, SharedIntermediate: c.SharedIntermediate,
-	}, p.TotalBytes()
+	js, err := p.ConfigJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := checkpoint.ParseConfig(js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Dims(), p.TotalBytes()
 }
 
 // TestMemory128KFits asserts issue 21's budget: the full 40-layer 4-bit model with an fp16 KV cache
 // at 128K context, its DeltaNet state and the prefill buffers fit in 24 GB; with float32 K/V (5.4
 // GB) they would not.
 func TestMemory128KFits(t *testing.T) {
-	s, weights := qwenShape(t)
+	s, weights := qwenDims(t)
 	fp16 := MemoryAt(s, weights, longContext, prefillChunk, 2)
 	t.Logf("fp16 KV at %d: %v", longContext, fp16)
 	if fp16.Total() > machineBytes {
@@ -62,7 +66,7 @@ func TestMemory128KFits(t *testing.T) {
 }
 
 func TestMemoryScales(t *testing.T) {
-	s, weights := qwenShape(t)
+	s, weights := qwenDims(t)
 	a, b := MemoryAt(s, weights, 1000, 64, 2), MemoryAt(s, weights, 2000, 128, 2)
 	if b.KV != 2*a.KV || b.State != a.State || b.Buffers <= a.Buffers || a.Weights != weights {
 		t.Fatalf("%v then %v", a, b)

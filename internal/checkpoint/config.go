@@ -1,5 +1,7 @@
 package checkpoint
 
+import "github.com/lily-engine/lily/internal/tensortable"
+
 // Config is the validated text configuration of the model (model.md §1), with transformers'
 // defaults applied. Field names follow config.json; derived sizes are methods.
 type Config struct {
@@ -47,27 +49,29 @@ type QuantParams struct {
 	GroupSize int
 }
 
+// Dims are the model's sizes (model.md §1.2), the one struct every engine, the performance model
+// and the memory budget read them from; Config.Dims derives them.
+type Dims = tensortable.Dims
+
+// Dims is the config's sizes. Its LayerTypes aliases c.LayerTypes.
+func (c *Config) Dims() Dims {
+	return Dims{H: c.HiddenSize, Vocab: c.VocabSize, LayerTypes: c.LayerTypes,
+		Hq: c.NumHeads, Hkv: c.NumKVHeads, D: c.HeadDim, Rot: c.RotaryDim(),
+		Hk: c.LinearNumKeyHeads, Hv: c.LinearNumValueHeads, Dk: c.LinearKeyHeadDim, Dv: c.LinearValueHeadDim,
+		K: c.LinearConvKernel, E: c.NumExperts, TopK: c.NumExpertsPerTok, I: c.MoEIntermediate, Is: c.SharedIntermediate}
+}
+
 // RotaryDim is the number of leading head dims RoPE rotates: HeadDim * PartialRotaryFactor.
 func (c *Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRotaryFactor) }
 
-// ConvDim is the DeltaNet conv channel count: 2*Hk*Dk + Hv*Dv.
-func (c *Config) ConvDim() int {
-	return 2*c.LinearNumKeyHeads*c.LinearKeyHeadDim + c.LinearNumValueHeads*c.LinearValueHeadDim
-}
+// ConvDim is the DeltaNet conv channel count (Dims.ConvDim).
+func (c *Config) ConvDim() int { return c.Dims().ConvDim() }
 
-// KeyDim is the DeltaNet query/key width: Hk*Dk.
-func (c *Config) KeyDim() int { return c.LinearNumKeyHeads * c.LinearKeyHeadDim }
+// KeyDim is the DeltaNet query/key width (Dims.KeyDim).
+func (c *Config) KeyDim() int { return c.Dims().KeyDim() }
 
-// ValueDim is the DeltaNet value width: Hv*Dv.
-func (c *Config) ValueDim() int { return c.LinearNumValueHeads * c.LinearValueHeadDim }
+// ValueDim is the DeltaNet value width (Dims.ValueDim).
+func (c *Config) ValueDim() int { return c.Dims().ValueDim() }
 
-// NumLayersOf counts the layers of one kind.
-func (c *Config) NumLayersOf(k LayerKind) int {
-	n := 0
-	for _, t := range c.LayerTypes {
-		if t == k {
-			n++
-		}
-	}
-	return n
-}
+// NumLayersOf counts the layers of one kind (Dims.Count).
+func (c *Config) NumLayersOf(k LayerKind) int { return c.Dims().Count(k) }

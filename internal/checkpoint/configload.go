@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lily-engine/lily/internal/safefile"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/lily-engine/lily/internal/safefile"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
 // Transformers' Qwen3_5MoeTextConfig defaults (configuration_qwen3_5_moe.py), applied to fields a
@@ -190,7 +192,6 @@ func checkFixedChoices(text object) error {
 // parseLayerTypes reads layer_types, or builds it from full_attention_interval as transformers
 // does: layer i is full attention iff (i+1) % interval == 0.
 func parseLayerTypes(text object, n int) ([]LayerKind, error) {
-	kinds := make([]LayerKind, n)
 	if !text.has("layer_types") {
 		iv, err := text.intField("full_attention_interval", textDefaults["full_attention_interval"])
 		if err != nil {
@@ -199,13 +200,7 @@ func parseLayerTypes(text object, n int) ([]LayerKind, error) {
 		if iv < 1 {
 			return nil, fmt.Errorf("full_attention_interval = %d must be >= 1", iv)
 		}
-		for i := range kinds {
-			kinds[i] = LinearAttention
-			if (i+1)%iv == 0 {
-				kinds[i] = FullAttention
-			}
-		}
-		return kinds, nil
+		return tensortable.Interleaved(n, iv), nil
 	}
 	var names []string
 	if err := json.Unmarshal(text["layer_types"], &names); err != nil {
@@ -214,11 +209,12 @@ func parseLayerTypes(text object, n int) ([]LayerKind, error) {
 	if len(names) != n {
 		return nil, fmt.Errorf("layer_types has %d entries but num_hidden_layers = %d", len(names), n)
 	}
+	kinds := make([]LayerKind, n)
 	for i, s := range names {
 		switch s {
-		case "linear_attention":
+		case LinearAttention.String():
 			kinds[i] = LinearAttention
-		case "full_attention":
+		case FullAttention.String():
 			kinds[i] = FullAttention
 		default:
 			return nil, fmt.Errorf("layer_types[%d] = %q: want linear_attention or full_attention", i, s)

@@ -70,6 +70,25 @@ func TestOpenRejectsBadTensors(t *testing.T) {
 		{"extra layer", "mlx", func(s []checkpointtest.Spec) []checkpointtest.Spec {
 			return append(s, checkpointtest.Spec{Name: "language_model.model.layers.4.input_layernorm.weight", DType: safetensors.BF16, Shape: []int{64}})
 		}, []string{`unexpected tensor "language_model.model.layers.4.input_layernorm.weight"`, "config.json has 4 layers"}},
+		{"negative layer", "hf", func(s []checkpointtest.Spec) []checkpointtest.Spec {
+			return append(s, checkpointtest.Spec{Name: "model.language_model.layers.-1.input_layernorm.weight", DType: safetensors.BF16, Shape: []int{64}})
+		}, []string{`unexpected tensor "model.language_model.layers.-1.input_layernorm.weight"`}},
+		{"per-expert layout", "hf", func(s []checkpointtest.Spec) []checkpointtest.Spec {
+			s = dropSpec(hfL0 + "mlp.experts.gate_up_proj")(s)
+			return append(s, checkpointtest.Spec{Name: hfL0 + "mlp.experts.0.gate_proj.weight", DType: safetensors.BF16, Shape: []int{32, 64}})
+		}, []string{`tensor "` + hfL0 + `mlp.experts.0.gate_proj.weight"`, "per-expert MoE weights are not supported"}},
+		{"no experts", "mlx", dropSpec(mlxL1 + "mlp.switch_mlp.gate_proj.weight"),
+			[]string{`tensor "language_model.model.layers.1.mlp.experts.gate_up_proj" missing (or "` + mlxL1 + `mlp.switch_mlp.gate_proj.weight"; layer 1`}},
+		{"no lm_head", "mlx", dropSpec("language_model.lm_head.weight"),
+			[]string{`tensor "lm_head.weight" missing (or "language_model.lm_head.weight"; tie_word_embeddings is false)`}},
+		{"two lm_heads", "hf", func(s []checkpointtest.Spec) []checkpointtest.Spec {
+			return append(s, checkpointtest.Spec{Name: "language_model.lm_head.weight", DType: safetensors.BF16, Shape: []int{256, 64}})
+		}, []string{`lm_head stored as both "lm_head.weight" and "language_model.lm_head.weight"`}},
+		{"two prefixes", "hf", func(s []checkpointtest.Spec) []checkpointtest.Spec {
+			return append(s, checkpointtest.Spec{Name: "model.embed_tokens.weight", DType: safetensors.BF16, Shape: []int{256, 64}})
+		}, []string{`embed_tokens.weight under prefixes ["model.language_model." "model."]`}},
+		{"no embedding", "mlx", dropSpec("language_model.model.embed_tokens.weight"),
+			[]string{`tensor "model.language_model.embed_tokens.weight" missing: no embed_tokens.weight under any known prefix`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

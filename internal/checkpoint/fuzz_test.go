@@ -9,13 +9,15 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
 // micro is a 2-layer model (one DeltaNet, one attention layer) whose HF file is a few KiB, small
 // enough for the fuzzer to mutate usefully.
 func micro() checkpointtest.Dims {
-	return checkpointtest.Dims{H: 32, Layers: 2, Interval: 2, Vocab: 8, Hq: 2, Hkv: 1, D: 8,
-		Hk: 1, Hv: 2, Dk: 8, Dv: 8, K: 4, E: 2, TopK: 1, I: 8, Is: 8, Bits: 4, GroupSize: 32, GateBits: 8}
+	return checkpointtest.Dims{Dims: tensortable.Dims{H: 32, LayerTypes: tensortable.Interleaved(2, 2), Vocab: 8,
+		Hq: 2, Hkv: 1, D: 8, Rot: 2, Hk: 1, Hv: 2, Dk: 8, Dv: 8, K: 4, E: 2, TopK: 1, I: 8, Is: 8},
+		Bits: 4, GroupSize: 32, GateBits: 8}
 }
 
 // FuzzParseHeader mutates the JSON header of the micro model's file (its data section is

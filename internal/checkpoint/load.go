@@ -3,31 +3,10 @@ package checkpoint
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
-
-// Name prefixes of the text model seen in the wild (model.md §2.5), tried in this order.
-var textPrefixes = []string{"model.language_model.", "language_model.model.", "model.", ""}
-
-// lm_head locations: HF root, MLX under language_model.
-var lmHeadPaths = []string{"lm_head", "language_model.lm_head"}
-
-// Tensors that are not part of the text model and are skipped: the vision tower (HF and
-// mlx-vlm names) and the multi-token-prediction head.
-var skippedPrefixes = []string{"model.visual.", "visual.", "vision_tower.", "mtp.", "model.mtp.",
-	"model.language_model.mtp.", "language_model.mtp."}
-
-// isSkipped reports whether a tensor is outside the text model lily serves.
-func isSkipped(name string) bool {
-	for _, p := range skippedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // tensor categories for the byte accounting of Stats.
 type category int
@@ -41,6 +20,7 @@ const (
 // loader builds Weights from a name -> tensor map, recording which tensors it used.
 type loader struct {
 	cfg    *Config
+	d      Dims // cfg's sizes, which the tensor table's shapes are computed from
 	ts     map[string]Tensor
 	prefix string
 	layout Layout
@@ -51,7 +31,7 @@ type loader struct {
 // nil are accepted for matrices (shapes and dtypes are checked, nothing is read), which lets
 // Stats be computed from a header-only description; vectors need their data.
 func build(cfg *Config, ts map[string]Tensor) (*Weights, *loader, error) {
-	l := &loader{cfg: cfg, ts: ts, used: map[string]category{}}
+	l := &loader{cfg: cfg, d: cfg.Dims(), ts: ts, used: map[string]category{}}
 	if err := l.detectPrefix(); err != nil {
 		return nil, nil, err
 	}
@@ -60,14 +40,13 @@ func build(cfg *Config, ts map[string]Tensor) (*Weights, *loader, error) {
 	}
 	w := &Weights{Config: cfg, Layout: l.layout}
 	var err error
-	H, V := cfg.HiddenSize, cfg.VocabSize
-	if w.Embed, err = l.matrix("embed_tokens", l.prefix+"embed_tokens", 0, V, H, catEmbed); err != nil {
+	if w.Embed, err = l.module(tensortable.Embed(l.d, l.prefix), catEmbed); err != nil {
 		return nil, nil, err
 	}
 	if err := l.lmHead(w); err != nil {
 		return nil, nil, err
 	}
-	if w.FinalNorm, err = l.norm(l.prefix+"norm.weight", H); err != nil {
+	if w.FinalNorm, err = l.vector(tensortable.FinalNorm(l.d, l.prefix)); err != nil {
 		return nil, nil, err
 	}
 	w.Layers = make([]Layer, cfg.NumLayers)
@@ -84,16 +63,18 @@ func build(cfg *Config, ts map[string]Tensor) (*Weights, *loader, error) {
 
 // detectPrefix finds the one text prefix under which embed_tokens.weight exists.
 func (l *loader) detectPrefix() error {
+	prefixes := tensortable.TextPrefixes()
+	embed := func(p string) string { return tensortable.Embed(l.d, p).Name + tensortable.WeightSuffix }
 	var found []string
-	for _, p := range textPrefixes {
-		if _, ok := l.ts[p+"embed_tokens.weight"]; ok {
+	for _, p := range prefixes {
+		if _, ok := l.ts[embed(p)]; ok {
 			found = append(found, p)
 		}
 	}
 	switch len(found) {
 	case 0:
 		return fmt.Errorf("tensor %q missing: no embed_tokens.weight under any known prefix %q",
-			textPrefixes[0]+"embed_tokens.weight", textPrefixes)
+			embed(prefixes[0]), prefixes)
 	case 1:
 		l.prefix = found[0]
 		return nil
@@ -105,14 +86,14 @@ func (l *loader) detectPrefix() error {
 // (model.md §2.5). Without DeltaNet layers (or with K == 1) the MLX prefix decides.
 func (l *loader) detectLayout() error {
 	l.layout = LayoutHF
-	if l.prefix == "language_model.model." {
+	if l.prefix == tensortable.Prefix(LayoutMLX) {
 		l.layout = LayoutMLX
 	}
 	for i, k := range l.cfg.LayerTypes {
 		if k != LinearAttention {
 			continue
 		}
-		name := fmt.Sprintf("%slayers.%d.linear_attn.conv1d.weight", l.prefix, i)
+		name := tensortable.Layer(l.d, LayoutHF, l.prefix, i).DeltaNet.Conv.Name
 		t, ok := l.ts[name]
 		if !ok {
 			return fmt.Errorf("tensor %q missing (layer %d is linear_attention)", name, i)
@@ -137,25 +118,28 @@ func (l *loader) detectLayout() error {
 
 // lmHead loads lm_head, or ties it to the embedding when the config says so and none is stored.
 func (l *loader) lmHead(w *Weights) error {
-	var found []string
-	for _, p := range lmHeadPaths {
-		if _, ok := l.ts[p+".weight"]; ok {
-			found = append(found, p)
+	heads := []tensortable.Tensor{tensortable.LMHead(l.d, LayoutHF), tensortable.LMHead(l.d, LayoutMLX)}
+	logical := heads[0].Name // "lm_head", whichever layout stores it
+	var found []tensortable.Tensor
+	for _, h := range heads {
+		if _, ok := l.ts[h.Name+tensortable.WeightSuffix]; ok {
+			found = append(found, h)
 		}
 	}
 	switch {
 	case len(found) > 1:
-		return fmt.Errorf("ambiguous checkpoint: lm_head stored as both %q and %q", found[0]+".weight", found[1]+".weight")
+		return fmt.Errorf("ambiguous checkpoint: lm_head stored as both %q and %q",
+			found[0].Name+tensortable.WeightSuffix, found[1].Name+tensortable.WeightSuffix)
 	case len(found) == 0 && l.cfg.TieWordEmbeddings:
 		w.LMHead = w.Embed
-		w.LMHead.Name = "lm_head"
+		w.LMHead.Name = logical
 		return nil
 	case len(found) == 0:
 		return fmt.Errorf("tensor %q missing (or %q; tie_word_embeddings is false)",
-			lmHeadPaths[0]+".weight", lmHeadPaths[1]+".weight")
+			heads[0].Name+tensortable.WeightSuffix, heads[1].Name+tensortable.WeightSuffix)
 	}
 	var err error
-	w.LMHead, err = l.matrix("lm_head", found[0], 0, l.cfg.VocabSize, l.cfg.HiddenSize, catOther)
+	w.LMHead, err = l.named(logical, found[0], catOther)
 	return err
 }
 
@@ -173,7 +157,7 @@ func (l *loader) get(name, why string, cat category) (Tensor, error) {
 func (l *loader) checkLeftovers() error {
 	var extra []string
 	for name := range l.ts {
-		if _, ok := l.used[name]; !ok && !isSkipped(name) {
+		if _, ok := l.used[name]; !ok && !tensortable.IsOutsideText(name) {
 			extra = append(extra, name)
 		}
 	}
@@ -183,28 +167,17 @@ func (l *loader) checkLeftovers() error {
 	sort.Strings(extra)
 	t := l.ts[extra[0]]
 	msg := fmt.Sprintf("unexpected tensor %q in %s", t.Name, t.File)
-	var li int
-	if rest, ok := strings.CutPrefix(t.Name, l.prefix+"layers."); ok {
-		if _, err := fmt.Sscanf(rest, "%d.", &li); err == nil {
-			if li >= l.cfg.NumLayers {
-				msg += fmt.Sprintf(" (config.json has %d layers)", l.cfg.NumLayers)
-			} else {
-				msg += fmt.Sprintf(" (layer %d is %s)", li, kindName(l.cfg.LayerTypes[li]))
-			}
+	if li, ok := tensortable.LayerIndex(l.prefix, t.Name); ok {
+		if li >= l.cfg.NumLayers {
+			msg += fmt.Sprintf(" (config.json has %d layers)", l.cfg.NumLayers)
+		} else {
+			msg += fmt.Sprintf(" (layer %d is %s)", li, l.cfg.LayerTypes[li])
 		}
 	}
 	if len(extra) > 1 {
 		msg += fmt.Sprintf(" and %d more", len(extra)-1)
 	}
 	return fmt.Errorf("%s", msg)
-}
-
-// kindName is the layer_types spelling of a kind.
-func kindName(k LayerKind) string {
-	if k == FullAttention {
-		return "full_attention"
-	}
-	return "linear_attention"
 }
 
 // shapeIs reports whether a tensor has exactly the given shape.

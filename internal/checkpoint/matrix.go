@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
 // matrix loads the linear module stored at path (path.weight, plus path.scales and
 // path.biases when quantized) with logical shape [out, in], or [experts, out, in].
 func (l *loader) matrix(logical, path string, experts, out, in int, cat category) (Matrix, error) {
-	return l.window(logical, path, path+".weight", experts, out, out, 0, in, cat)
+	return l.window(logical, path, path+tensortable.WeightSuffix, experts, out, out, 0, in, cat)
 }
 
 // window loads rows [rowOffset, rowOffset+out) of each expert of a stored tensor wKey whose
@@ -26,7 +27,7 @@ func (l *loader) window(logical, path, wKey string, experts, storedRows, out, ro
 	if experts > 0 {
 		lead = []int{experts}
 	}
-	sKey, bKey := path+".scales", path+".biases"
+	sKey, bKey := path+tensortable.ScalesSuffix, path+tensortable.BiasesSuffix
 	if _, quantized := l.ts[sKey]; !quantized {
 		if !isFloat(w.DType) {
 			return m, fmt.Errorf("tensor %q in %s: dtype %s, want BF16, F16 or F32 (or U32 with .scales)", wKey, w.File, w.DType)

@@ -63,7 +63,7 @@ func decodeBytes(d checkpointtest.Dims, specs []checkpointtest.Spec, tied bool) 
 func tinyParams(d checkpointtest.Dims) (total, routed, embed int64) {
 	embed = int64(d.Vocab * d.H)
 	total = 2*embed + int64(d.H)
-	for i := 0; i < d.Layers; i++ {
+	for i := 0; i < d.NumLayers(); i++ {
 		total += int64(2 * d.H)
 		if d.IsFull(i) {
 			total += int64(2*d.Hq*d.D*d.H + 2*d.Hkv*d.D*d.H + d.H*d.Hq*d.D + 2*d.D)

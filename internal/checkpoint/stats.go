@@ -1,6 +1,10 @@
 package checkpoint
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/lily-engine/lily/internal/tensortable"
+)
 
 // Stats summarises a checkpoint for `lily inspect` and the bandwidth roofline.
 //
@@ -63,7 +67,7 @@ func computeStats(w *Weights, l *loader) Stats {
 		s.Quantization = qs
 	}
 	for name := range l.ts {
-		if isSkipped(name) {
+		if tensortable.IsOutsideText(name) {
 			s.SkippedTensors++
 		}
 	}
@@ -114,9 +118,9 @@ func computeStats(w *Weights, l *loader) Stats {
 		s.ParamsActive -= w.Embed.logicalParams()
 	}
 	s.DecodeBytesPerToken = s.BytesTotal - routedBytes + routedBytes/E*k
-	state := c.LinearNumValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim + c.ConvDim()*(c.LinearConvKernel-1)
-	s.StateBytesPerToken = 2 * 4 * int64(s.LinearAttention) * int64(state)
-	s.KVBytesPerPosition = 2 * 4 * int64(s.FullAttention) * int64(c.NumKVHeads*c.HeadDim)
+	d := c.Dims()
+	s.StateBytesPerToken = 2 * 4 * int64(s.LinearAttention) * int64(d.DeltaNetState())
+	s.KVBytesPerPosition = 2 * 4 * int64(s.FullAttention) * int64(d.KVWidth())
 	if !tied {
 		s.DecodeBytesPerToken -= embedBytes - embedBytes/int64(c.VocabSize)
 	} else {

@@ -6,28 +6,25 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
 )
 
-// norm loads a zero-centred RMSNorm weight [n] as a float32 multiplier: 1+w for the HF layout,
-// the stored value for MLX (which baked the +1 in).
-func (l *loader) norm(name string, n int) ([]float32, error) {
-	return l.vector(name, n, l.layout == LayoutHF)
-}
-
-// vector loads a 1-D float tensor [n] as float32, adding 1 when shift is set.
-func (l *loader) vector(name string, n int, shift bool) ([]float32, error) {
-	t, err := l.get(name, "a 1-D weight", catOther)
+// vector loads a 1-D float tensor t [n] as float32. A layer norm (tensortable.Norm) is a
+// zero-centred RMSNorm weight in HF, returned as the multiplier 1+w; MLX baked the +1 in, and the
+// gated norm, A_log and dt_bias are used as stored in both layouts.
+func (l *loader) vector(t tensortable.Tensor) ([]float32, error) {
+	x, err := l.get(t.Name, "a 1-D weight", catOther)
 	if err != nil {
 		return nil, err
 	}
-	if !shapeIs(t, n) {
-		return nil, fmt.Errorf("tensor %q in %s: shape %v, want [%d]", name, t.File, t.Shape, n)
+	if !shapeIs(x, t.Shape...) {
+		return nil, fmt.Errorf("tensor %q in %s: shape %v, want %v", t.Name, x.File, x.Shape, t.Shape)
 	}
-	v, err := toFloat32(t)
+	v, err := toFloat32(x)
 	if err != nil {
 		return nil, err
 	}
-	if shift {
+	if t.Kind == tensortable.Norm && l.layout == LayoutHF {
 		for i := range v {
 			v[i]++
 		}
@@ -35,21 +32,17 @@ func (l *loader) vector(name string, n int, shift bool) ([]float32, error) {
 	return v, nil
 }
 
-// conv loads the depthwise conv weight as float32 [C, K]: HF stores [C,1,K], MLX [C,K,1]; both
+// conv loads the depthwise conv weight t as float32 [C, K]: HF stores [C,1,K], MLX [C,K,1]; both
 // put w[c][j] at flat index c*K+j, so the conversion is the same.
-func (l *loader) conv(name string, C, K int) ([]float32, error) {
-	t, err := l.get(name, "the DeltaNet conv weight", catOther)
+func (l *loader) conv(t tensortable.Tensor) ([]float32, error) {
+	x, err := l.get(t.Name, "the DeltaNet conv weight", catOther)
 	if err != nil {
 		return nil, err
 	}
-	want := []int{C, 1, K}
-	if l.layout == LayoutMLX {
-		want = []int{C, K, 1}
+	if !shapeIs(x, t.Shape...) {
+		return nil, fmt.Errorf("tensor %q in %s: shape %v, want %v (%s layout)", t.Name, x.File, x.Shape, t.Shape, l.layout)
 	}
-	if !shapeIs(t, want...) {
-		return nil, fmt.Errorf("tensor %q in %s: shape %v, want %v (%s layout)", name, t.File, t.Shape, want, l.layout)
-	}
-	return toFloat32(t)
+	return toFloat32(x)
 }
 
 // toFloat32 converts a BF16, F16 or F32 tensor's data.

@@ -1,6 +1,9 @@
 package checkpoint
 
-import "github.com/lily-engine/lily/internal/safetensors"
+import (
+	"github.com/lily-engine/lily/internal/safetensors"
+	"github.com/lily-engine/lily/internal/tensortable"
+)
 
 // This file is the contract between the loader and every compute package (ref, fast, metal):
 // the typed weights of Qwen3.6-35B-A3B, each tensor already checked against the config.
@@ -9,37 +12,27 @@ import "github.com/lily-engine/lily/internal/safetensors"
 // DType is the element type of a stored tensor.
 type DType = safetensors.DType
 
-// Layout says which checkpoint convention the files follow (model.md §2.5).
-type Layout int
+// Layout says which checkpoint convention the files follow (model.md §2.5): tensortable.Layout,
+// whose String is "hf" or "mlx".
+type Layout = tensortable.Layout
 
 const (
 	// LayoutHF is the raw transformers layout: model.language_model.*, fused experts.gate_up_proj,
 	// conv1d [C,1,K], zero-centred norms (applied as 1+w).
-	LayoutHF Layout = iota + 1
+	LayoutHF = tensortable.HF
 	// LayoutMLX is the mlx-lm/mlx-vlm converted layout: language_model.model.*, switch_mlp.*,
 	// conv1d [C,K,1], +1 baked into the norms.
-	LayoutMLX
+	LayoutMLX = tensortable.MLX
 )
 
-// String returns "hf" or "mlx".
-func (l Layout) String() string {
-	switch l {
-	case LayoutHF:
-		return "hf"
-	case LayoutMLX:
-		return "mlx"
-	}
-	return "unknown"
-}
-
-// LayerKind is the token mixer of one decoder layer.
-type LayerKind int
+// LayerKind is the token mixer of one decoder layer (tensortable.LayerKind).
+type LayerKind = tensortable.LayerKind
 
 const (
 	// LinearAttention is a Gated DeltaNet layer ("linear_attention" in layer_types).
-	LinearAttention LayerKind = iota + 1
+	LinearAttention = tensortable.LinearAttention
 	// FullAttention is a gated GQA attention layer ("full_attention" in layer_types).
-	FullAttention
+	FullAttention = tensortable.FullAttention
 )
 
 // Tensor is a view of one stored tensor inside a memory-mapped file. Data is little-endian and

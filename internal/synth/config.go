@@ -92,16 +92,14 @@ func (c Config) WithLayers(n int) (Config, error) {
 }
 
 // IsFullAttention reports whether layer i is a gated-attention layer (else Gated DeltaNet).
-func (c Config) IsFullAttention(i int) bool { return (i+1)%c.FullAttentionInterval == 0 }
+func (c Config) IsFullAttention(i int) bool { return c.dims().IsFull(i) }
 
 // LayerTypes is config.json's layer_types: "full_attention" or "linear_attention" per layer.
 func (c Config) LayerTypes() []string {
-	t := make([]string, c.NumLayers)
-	for i := range t {
-		t[i] = "linear_attention"
-		if c.IsFullAttention(i) {
-			t[i] = "full_attention"
-		}
+	kinds := c.dims().LayerTypes
+	t := make([]string, len(kinds))
+	for i, k := range kinds {
+		t[i] = k.String()
 	}
 	return t
 }
@@ -110,13 +108,13 @@ func (c Config) LayerTypes() []string {
 func (c Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRotaryFactor) }
 
 // KeyDim is Hk*Dk, the width of the DeltaNet query and key sections.
-func (c Config) KeyDim() int { return c.LinearNumKeyHeads * c.LinearKeyHeadDim }
+func (c Config) KeyDim() int { return c.dims().KeyDim() }
 
 // ValueDim is Hv*Dv, the width of the DeltaNet value section and of out_proj's input.
-func (c Config) ValueDim() int { return c.LinearNumValueHeads * c.LinearValueHeadDim }
+func (c Config) ValueDim() int { return c.dims().ValueDim() }
 
 // ConvDim is 2*KeyDim + ValueDim, the DeltaNet conv channel count.
-func (c Config) ConvDim() int { return 2*c.KeyDim() + c.ValueDim() }
+func (c Config) ConvDim() int { return c.dims().ConvDim() }
 
 // Validate checks that the dimensions are positive and consistent, and that every quantized
 // matrix's input dimension is a multiple of the group size.

@@ -9,10 +9,11 @@ import (
 
 // dims are c's sizes as the tensor table takes them.
 func (c Config) dims() tensortable.Dims {
-	return tensortable.Dims{H: c.HiddenSize, Vocab: c.VocabSize, Layers: c.NumLayers, Interval: c.FullAttentionInterval,
-		Hq: c.NumHeads, Hkv: c.NumKVHeads, D: c.HeadDim, Hk: c.LinearNumKeyHeads, Hv: c.LinearNumValueHeads,
-		Dk: c.LinearKeyHeadDim, Dv: c.LinearValueHeadDim, K: c.LinearConvKernel,
-		E: c.NumExperts, I: c.MoEIntermediate, Is: c.SharedIntermediate}
+	return tensortable.Dims{H: c.HiddenSize, Vocab: c.VocabSize,
+		LayerTypes: tensortable.Interleaved(c.NumLayers, c.FullAttentionInterval),
+		Hq:         c.NumHeads, Hkv: c.NumKVHeads, D: c.HeadDim, Rot: c.RotaryDim(),
+		Hk: c.LinearNumKeyHeads, Hv: c.LinearNumValueHeads, Dk: c.LinearKeyHeadDim, Dv: c.LinearValueHeadDim,
+		K: c.LinearConvKernel, E: c.NumExperts, TopK: c.NumExpertsPerTok, I: c.MoEIntermediate, Is: c.SharedIntermediate}
 }
 
 // hfTensors lists the text-model tensors of the transformers bf16 checkpoint (model.md §2.1), in
@@ -25,7 +26,7 @@ func hfTensors(c Config) []Tensor {
 	for _, t := range tensortable.Text(c.dims(), tensortable.HF) {
 		switch t.Kind {
 		case tensortable.Linear:
-			ts = append(ts, bf16Tensor(t.Name+".weight", uniformStd(fanIn(t.Shape[len(t.Shape)-1])), t.Shape...))
+			ts = append(ts, bf16Tensor(t.Name+tensortable.WeightSuffix, uniformStd(fanIn(t.Shape[len(t.Shape)-1])), t.Shape...))
 		case tensortable.FusedExperts:
 			ts = append(ts, bf16Tensor(t.Name, uniformStd(fanIn(t.Shape[len(t.Shape)-1])), t.Shape...))
 		case tensortable.Norm:
@@ -88,10 +89,10 @@ func quantized(module string, bits, groupSize int, shape ...int) []Tensor {
 	groups := append(slices.Clone(shape[:last]), in/groupSize)
 	std := fanIn(in)
 	return []Tensor{
-		{Name: module + ".weight", DType: safetensors.U32, Shape: packed, Init: Init{Kind: InitPacked}},
-		{Name: module + ".scales", DType: safetensors.BF16, Shape: groups,
+		{Name: module + tensortable.WeightSuffix, DType: safetensors.U32, Shape: packed, Init: Init{Kind: InitPacked}},
+		{Name: module + tensortable.ScalesSuffix, DType: safetensors.BF16, Shape: groups,
 			Init: Init{Kind: InitScales, Std: std, Bits: bits, Stream: module + ".groups"}},
-		{Name: module + ".biases", DType: safetensors.BF16, Shape: slices.Clone(groups),
+		{Name: module + tensortable.BiasesSuffix, DType: safetensors.BF16, Shape: slices.Clone(groups),
 			Init: Init{Kind: InitBiases, Std: std, Bits: bits, Stream: module + ".groups"}},
 	}
 }

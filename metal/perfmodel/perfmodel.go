@@ -66,38 +66,35 @@ func (m Machine) Total(costs []Cost) float64 {
 	return s
 }
 
-// dims are the model's sizes as float64, and its weights' storage.
-type modelDims struct {
-	H, V, C, Vd, Hv, Hk, Dk, Dv, K, Hq, Hkv, D, Rot, E, TopK, I, Is float64
-	nDeltaNet, nAttn                                                int
-	bits, routerBits, group                                         float64 // bits 0: bf16
+// model is what the costs are computed from: the config's sizes (checkpoint.Dims) and its weights'
+// storage.
+type model struct {
+	checkpoint.Dims
+	bits, routerBits, group float64 // bits 0: bf16
 }
 
-func newDims(c *checkpoint.Config) (modelDims, error) {
+func newModel(c *checkpoint.Config) (model, error) {
 	if c.NumExperts <= 0 || c.NumExpertsPerTok <= 0 || c.HiddenSize <= 0 {
-		return modelDims{}, errors.New("perfmodel: config lacks experts or hidden size")
+		return model{}, errors.New("perfmodel: config lacks experts or hidden size")
 	}
-	f := func(v int) float64 { return float64(v) }
-	d := modelDims{H: f(c.HiddenSize), V: f(c.VocabSize), C: f(c.ConvDim()), Vd: f(c.ValueDim()),
-		Hv: f(c.LinearNumValueHeads), Hk: f(c.LinearNumKeyHeads), Dk: f(c.LinearKeyHeadDim),
-		Dv: f(c.LinearValueHeadDim), K: f(c.LinearConvKernel), Hq: f(c.NumHeads), Hkv: f(c.NumKVHeads),
-		D: f(c.HeadDim), Rot: f(c.RotaryDim()), E: f(c.NumExperts), TopK: f(c.NumExpertsPerTok),
-		I: f(c.MoEIntermediate), Is: f(c.SharedIntermediate),
-		nDeltaNet: c.NumLayersOf(checkpoint.LinearAttention), nAttn: c.NumLayersOf(checkpoint.FullAttention)}
+	d := model{Dims: c.Dims()}
 	if q := c.Quant; q != nil {
-		d.bits, d.routerBits, d.group = f(q.Bits), f(q.Bits), f(q.GroupSize)
+		d.bits, d.routerBits, d.group = float64(q.Bits), float64(q.Bits), float64(q.GroupSize)
 		for path, p := range q.Overrides { // the router's own bits (8 in the MLX checkpoint)
 			if strings.HasSuffix(path, "mlp.gate") {
-				d.routerBits = f(p.Bits)
+				d.routerBits = float64(p.Bits)
 			}
 		}
 	}
 	return d, nil
 }
 
+// fl is a size as the costs' float64.
+func fl(n int) float64 { return float64(n) }
+
 // mat is the stored bytes of an [out, in] matrix of the given bits: packed words plus bf16 scale
 // and bias per group, or bf16 when unquantized.
-func (d modelDims) mat(out, in, bits float64) float64 {
+func (d model) mat(out, in, bits float64) float64 {
 	if bits == 0 {
 		return 2 * out * in
 	}

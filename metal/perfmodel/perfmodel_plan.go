@@ -33,33 +33,34 @@ func PrefillCosts(cfg *checkpoint.Config, T int) ([]Cost, error) {
 
 // plan accumulates the costs of one step of T tokens after ctx cached positions.
 type plan struct {
-	d      modelDims
+	d      model
 	T, ctx float64
 	decode bool
 	out    []Cost
 }
 
 func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
-	d, err := newDims(cfg)
+	d, err := newModel(cfg)
 	if err != nil {
 		return nil, err
 	}
+	H, V := fl(d.H), fl(d.Vocab)
 	p := &plan{d: d, T: float64(T), ctx: float64(ctx), decode: decode}
 	p.out = append(p.out, Cost{Step: "embedding rows", Kernel: "embed", Calls: 1,
-		Weights: p.T * d.mat(1, d.H, d.bits), Act: 4 * p.T * (d.H + 1)})
+		Weights: p.T * d.mat(1, H, d.bits), Act: 4 * p.T * (H + 1)})
 	for _, c := range p.deltanet() {
-		p.out = append(p.out, times(c, d.nDeltaNet))
+		p.out = append(p.out, times(c, d.Count(checkpoint.LinearAttention)))
 	}
 	for _, c := range p.attention() {
-		p.out = append(p.out, times(c, d.nAttn))
+		p.out = append(p.out, times(c, d.Count(checkpoint.FullAttention)))
 	}
 	for _, c := range p.moe() {
-		p.out = append(p.out, times(c, d.nDeltaNet+d.nAttn))
+		p.out = append(p.out, times(c, d.NumLayers()))
 	}
 	// Logits are needed for the last position only.
 	last := plan{d: d, T: 1, decode: true}
-	p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", d.V, d.H, d.bits, false),
-		Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * d.V, FLOPs: 4 * d.V})
+	p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
+		Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
 	for i := range p.out {
 		p.out[i] = perToken(p.out[i], p.T)
 	}
@@ -67,7 +68,8 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode bool) ([]Cost, error) {
 }
 
 func (p *plan) norm(step string) Cost {
-	return modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * p.d.H, FLOPs: 4 * p.T * p.d.H}, p.d.H)
+	H := fl(p.d.H)
+	return modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * H, FLOPs: 4 * p.T * H}, H)
 }
 
 // linear is a projection of the step's T rows, weights read once; add fuses the residual add.
@@ -89,19 +91,20 @@ func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
 
 func (p *plan) deltanet() []Cost {
 	d, T := p.d, p.T
+	H, C, Vd, Hv, Dk, Dv, K := fl(d.H), fl(d.ConvDim()), fl(d.ValueDim()), fl(d.Hv), fl(d.Dk), fl(d.Dv), fl(d.K)
 	// Thread j of a value head reads column j of S, decays it, forms Sᵀk (2), updates (3) and
 	// contracts with q (2): 7 FLOPs per state element per token.
 	scan := modelVec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
-		State: 2 * 4 * (d.Hv*d.Dk*d.Dv + (d.K-1)*d.C), Act: 4 * T * (d.C + 2*d.Vd + 2*d.Hv),
-		FLOPs: T * (2*d.C*d.K + 7*d.Hv*d.Dk*d.Dv + 8*d.Vd)}, d.C*d.K+2*d.Hv+d.Dv)
+		State: 2 * 4 * (Hv*Dk*Dv + (K-1)*C), Act: 4 * T * (C + 2*Vd + 2*Hv),
+		FLOPs: T * (2*C*K + 7*Hv*Dk*Dv + 8*Vd)}, C*K+2*Hv+Dv)
 	return []Cost{
 		p.norm("input norm (DeltaNet layers)"),
-		p.linear("DeltaNet in_proj_qkv", d.C, d.H, d.bits, false),
-		p.linear("DeltaNet in_proj_z", d.Vd, d.H, d.bits, false),
-		p.linear("DeltaNet in_proj_b", d.Hv, d.H, d.bits, false),
-		p.linear("DeltaNet in_proj_a", d.Hv, d.H, d.bits, false),
+		p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false),
+		p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false),
+		p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false),
+		p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false),
 		scan,
-		p.linear("DeltaNet out_proj + residual", d.H, d.Vd, d.bits, true),
+		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true),
 	}
 }
 
@@ -110,20 +113,21 @@ const kvBytes = 2
 
 func (p *plan) attention() []Cost {
 	d, T := p.d, p.T
-	qd, kvd := d.Hq*d.D, d.Hkv*d.D
+	H, Hq, Hkv, D, Rot := fl(d.H), fl(d.Hq), fl(d.Hkv), fl(d.D), fl(d.Rot)
+	qd, kvd := Hq*D, Hkv*D
 	prep := modelVec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
-		Act: 4 * T * (2*qd + 2*kvd + d.Rot + 2*qd), KV: kvBytes * T * 2 * kvd, FLOPs: 6 * T * (d.Hq + d.Hkv) * d.D}, 2*d.D)
+		Act: 4 * T * (2*qd + 2*kvd + Rot + 2*qd), KV: kvBytes * T * 2 * kvd, FLOPs: 6 * T * (Hq + Hkv) * D}, 2*D)
 	cs := []Cost{
 		p.norm("input norm (attention layers)"),
-		p.linear("attention q_proj (query + gate)", 2*qd, d.H, d.bits, false),
-		p.linear("attention k_proj", kvd, d.H, d.bits, false),
-		p.linear("attention v_proj", kvd, d.H, d.bits, false),
+		p.linear("attention q_proj (query + gate)", 2*qd, H, d.bits, false),
+		p.linear("attention k_proj", kvd, H, d.bits, false),
+		p.linear("attention v_proj", kvd, H, d.bits, false),
 		prep,
 	}
 	if p.decode {
 		n := p.ctx + 1
 		splits := math.Ceil(n / DecodeSplit)
-		part := 4 * d.Hq * splits * (d.D + 2)
+		part := 4 * Hq * splits * (D + 2)
 		cs = append(cs,
 			Cost{Step: "attention over the cache (splits)", Kernel: "attn_decode_split", Calls: 1,
 				KV: kvBytes * 2 * kvd * n, Act: 4*qd + part, FLOPs: 4 * qd * n},
@@ -132,42 +136,43 @@ func (p *plan) attention() []Cost {
 	} else {
 		pairs := T*p.ctx + T*(T+1)/2 // (query, visible key) pairs of the causal chunk
 		cs = append(cs, Cost{Step: "causal attention, output gate", Kernel: "attn_prefill", Calls: 1,
-			KV: kvBytes * 2 * kvd * (p.ctx + T), Act: 4 * T * 3 * qd, FLOPs: 4*d.Hq*d.D*pairs + 5*T*qd})
+			KV: kvBytes * 2 * kvd * (p.ctx + T), Act: 4 * T * 3 * qd, FLOPs: 4*Hq*D*pairs + 5*T*qd})
 	}
-	return append(cs, p.linear("attention o_proj + residual", d.H, qd, d.bits, true))
+	return append(cs, p.linear("attention o_proj + residual", H, qd, d.bits, true))
 }
 
 func (p *plan) moe() []Cost {
 	d, T := p.d, p.T
+	H, E, TopK, I, Is := fl(d.H), fl(d.E), fl(d.TopK), fl(d.I), fl(d.Is)
 	router := Cost{Step: "router softmax top-k + shared gate", Kernel: "router_topk", Calls: 1,
-		Weights: d.mat(d.E, d.H, d.routerBits) + d.mat(1, d.H, d.routerBits),
-		Act:     4 * T * (d.H + 2*d.TopK + 1), FLOPs: T * (2*(d.E+1)*d.H + 5*d.E)}
+		Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits),
+		Act:     4 * T * (H + 2*TopK + 1), FLOPs: T * (2*(E+1)*H + 5*E)}
 	cs := []Cost{p.norm("post-attention norm"), router}
 	if p.decode {
 		return append(cs,
 			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: "moe_gate_up", Calls: 1,
-				Weights: 2*d.TopK*d.mat(d.I, d.H, d.bits) + 2*d.mat(d.Is, d.H, d.bits),
-				Act:     4 * (d.H + d.TopK + d.TopK*d.I + d.Is), FLOPs: 4*d.H*(d.TopK*d.I+d.Is) + 5*(d.TopK*d.I+d.Is)},
+				Weights: 2*TopK*d.mat(I, H, d.bits) + 2*d.mat(Is, H, d.bits),
+				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)},
 			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: "moe_down", Calls: 1,
-				Weights: d.TopK*d.mat(d.H, d.I, d.bits) + d.mat(d.H, d.Is, d.bits),
-				Act:     4*(d.TopK*d.I+d.Is+2*d.TopK+1) + 8*d.H, FLOPs: 2 * d.H * (d.TopK*d.I + d.Is)})
+				Weights: TopK*d.mat(H, I, d.bits) + d.mat(H, Is, d.bits),
+				Act:     4*(TopK*I+Is+2*TopK+1) + 8*H, FLOPs: 2 * H * (TopK*I + Is)})
 	}
-	slots := T * d.TopK
+	slots := T * TopK
 	// Experts holding at least one of the chunk's slots, if routing were uniform: each is read once.
-	touched := d.E * (1 - math.Pow(1-d.TopK/d.E, T))
+	touched := E * (1 - math.Pow(1-TopK/E, T))
 	return append(cs,
-		Cost{Step: "count slots per expert", Kernel: "moe_count", Calls: 1, Act: 4*slots + 8*d.E},
-		Cost{Step: "expert offsets (prefix sum)", Kernel: "moe_scan", Calls: 1, Act: 4 * 4 * d.E},
-		Cost{Step: "slots grouped by expert", Kernel: "moe_scatter", Calls: 1, Act: 4*3*slots + 8*d.E},
+		Cost{Step: "count slots per expert", Kernel: "moe_count", Calls: 1, Act: 4*slots + 8*E},
+		Cost{Step: "expert offsets (prefix sum)", Kernel: "moe_scan", Calls: 1, Act: 4 * 4 * E},
+		Cost{Step: "slots grouped by expert", Kernel: "moe_scatter", Calls: 1, Act: 4*3*slots + 8*E},
 		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_gate_up", Calls: 1,
-			Weights: 2 * touched * d.mat(d.I, d.H, d.bits), Act: 4 * slots * (d.H + d.I + 1),
-			FLOPs: 4*slots*d.I*d.H + 5*slots*d.I},
+			Weights: 2 * touched * d.mat(I, H, d.bits), Act: 4 * slots * (H + I + 1),
+			FLOPs: 4*slots*I*H + 5*slots*I},
 		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_down", Calls: 1,
-			Weights: touched * d.mat(d.H, d.I, d.bits), Act: 4 * slots * (d.I + d.H + 1), FLOPs: 2 * slots * d.H * d.I},
-		p.linear("shared expert gate_proj", d.Is, d.H, d.bits, false),
-		p.linear("shared expert up_proj", d.Is, d.H, d.bits, false),
-		Cost{Step: "shared expert SwiGLU", Kernel: "swiglu", Calls: 1, Act: 12 * T * d.Is, FLOPs: 5 * T * d.Is},
-		p.linear("shared expert down_proj", d.H, d.Is, d.bits, false),
+			Weights: touched * d.mat(H, I, d.bits), Act: 4 * slots * (I + H + 1), FLOPs: 2 * slots * H * I},
+		p.linear("shared expert gate_proj", Is, H, d.bits, false),
+		p.linear("shared expert up_proj", Is, H, d.bits, false),
+		Cost{Step: "shared expert SwiGLU", Kernel: "swiglu", Calls: 1, Act: 12 * T * Is, FLOPs: 5 * T * Is},
+		p.linear("shared expert down_proj", H, Is, d.bits, false),
 		Cost{Step: "weighted sum, shared gate, residual", Kernel: "moe_combine", Calls: 1,
-			Act: 4*T*(d.TopK*d.H+d.H+d.TopK+1) + 8*T*d.H, FLOPs: T * d.H * (2*d.TopK + 6)})
+			Act: 4*T*(TopK*H+H+TopK+1) + 8*T*H, FLOPs: T * H * (2*TopK + 6)})
 }

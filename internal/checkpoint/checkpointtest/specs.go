@@ -10,26 +10,26 @@ import (
 	"github.com/lily-engine/lily/internal/tensortable"
 )
 
-// Dims are the sizes of a model to synthesize (names as in model.md §1.2).
+// Dims are the sizes of a model to synthesize (tensortable.Dims, the one dimensions struct) and
+// its MLX quantization.
 type Dims struct {
-	H, Layers, Interval, Vocab int
-	Hq, Hkv, D                 int
-	Hk, Hv, Dk, Dv, K          int
-	E, TopK, I, Is             int
-	Bits, GroupSize            int // MLX quantization: global bits and group size
-	GateBits                   int // bits of mlp.gate and mlp.shared_expert_gate (8 in the real model)
+	tensortable.Dims
+	Bits, GroupSize int // MLX quantization: global bits and group size
+	GateBits        int // bits of mlp.gate and mlp.shared_expert_gate (8 in the real model)
 }
 
 // Tiny is a 4-layer model (3 DeltaNet + 1 attention) small enough to write in milliseconds.
 func Tiny() Dims {
-	return Dims{H: 64, Layers: 4, Interval: 4, Vocab: 256, Hq: 4, Hkv: 2, D: 32,
-		Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 32, Is: 32, Bits: 4, GroupSize: 32, GateBits: 8}
+	return Dims{Dims: tensortable.Dims{H: 64, LayerTypes: tensortable.Interleaved(4, 4), Vocab: 256,
+		Hq: 4, Hkv: 2, D: 32, Rot: 8, Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 32, Is: 32},
+		Bits: 4, GroupSize: 32, GateBits: 8}
 }
 
 // Real is Qwen3.6-35B-A3B as published (model.md §1) with the mlx-community 4-bit settings.
 func Real() Dims {
-	return Dims{H: 2048, Layers: 40, Interval: 4, Vocab: 248320, Hq: 16, Hkv: 2, D: 256,
-		Hk: 16, Hv: 32, Dk: 128, Dv: 128, K: 4, E: 256, TopK: 8, I: 512, Is: 512, Bits: 4, GroupSize: 64, GateBits: 8}
+	return Dims{Dims: tensortable.Dims{H: 2048, LayerTypes: tensortable.Interleaved(40, 4), Vocab: 248320,
+		Hq: 16, Hkv: 2, D: 256, Rot: 64, Hk: 16, Hv: 32, Dk: 128, Dv: 128, K: 4, E: 256, TopK: 8, I: 512, Is: 512},
+		Bits: 4, GroupSize: 64, GateBits: 8}
 }
 
 // Spec is one tensor of a synthesized checkpoint.
@@ -37,18 +37,6 @@ type Spec struct {
 	Name  string
 	DType safetensors.DType
 	Shape []int
-}
-
-// ConvDim is 2*Hk*Dk + Hv*Dv.
-func (d Dims) ConvDim() int { return 2*d.Hk*d.Dk + d.Hv*d.Dv }
-
-// IsFull reports whether layer i is full attention.
-func (d Dims) IsFull(i int) bool { return (i+1)%d.Interval == 0 }
-
-// table are d's sizes as the tensor table takes them.
-func (d Dims) table() tensortable.Dims {
-	return tensortable.Dims{H: d.H, Vocab: d.Vocab, Layers: d.Layers, Interval: d.Interval, Hq: d.Hq, Hkv: d.Hkv,
-		D: d.D, Hk: d.Hk, Hv: d.Hv, Dk: d.Dk, Dv: d.Dv, K: d.K, E: d.E, I: d.I, Is: d.Is}
 }
 
 // Specs lists every text-model tensor of the "hf" (bf16) or "mlx" (quantized) layout, in model
@@ -59,12 +47,12 @@ func (d Dims) Specs(layout string) []Spec {
 		l = tensortable.MLX
 	}
 	var out []Spec
-	for _, t := range tensortable.Text(d.table(), l) {
+	for _, t := range tensortable.Text(d.Dims, l) {
 		switch {
 		case t.Kind == tensortable.FusedExperts:
 			out = append(out, Spec{t.Name, safetensors.BF16, t.Shape})
 		case t.Kind == tensortable.Linear && l == tensortable.HF:
-			out = append(out, Spec{t.Name + ".weight", safetensors.BF16, t.Shape})
+			out = append(out, Spec{t.Name + tensortable.WeightSuffix, safetensors.BF16, t.Shape})
 		case t.Kind == tensortable.Linear:
 			// U32 packed weight and BF16 scales and biases: [lead..., rows, in*bits/32], [..., in/GroupSize].
 			bits := d.Bits
@@ -74,8 +62,8 @@ func (d Dims) Specs(layout string) []Spec {
 			n := len(t.Shape)
 			w := append(append([]int{}, t.Shape[:n-1]...), t.Shape[n-1]*bits/32)
 			g := append(append([]int{}, t.Shape[:n-1]...), t.Shape[n-1]/d.GroupSize)
-			out = append(out, Spec{t.Name + ".weight", safetensors.U32, w},
-				Spec{t.Name + ".scales", safetensors.BF16, g}, Spec{t.Name + ".biases", safetensors.BF16, g})
+			out = append(out, Spec{t.Name + tensortable.WeightSuffix, safetensors.U32, w},
+				Spec{t.Name + tensortable.ScalesSuffix, safetensors.BF16, g}, Spec{t.Name + tensortable.BiasesSuffix, safetensors.BF16, g})
 		default:
 			out = append(out, Spec{t.Name, safetensors.BF16, t.Shape})
 		}
@@ -87,31 +75,29 @@ func (d Dims) Specs(layout string) []Spec {
 // "mlx" layout it carries the quantization block with the 8-bit router overrides, as mlx-lm
 // writes it.
 func (d Dims) ConfigJSON(layout string) []byte {
-	types := make([]string, d.Layers)
-	for i := range types {
-		types[i] = "linear_attention"
-		if d.IsFull(i) {
-			types[i] = "full_attention"
-		}
+	types := make([]string, d.NumLayers())
+	for i, k := range d.LayerTypes {
+		types[i] = k.String()
 	}
+	rotary := float64(d.Rot) / float64(d.D)
 	text := map[string]any{
-		"model_type": "qwen3_5_moe_text", "hidden_size": d.H, "num_hidden_layers": d.Layers,
-		"layer_types": types, "full_attention_interval": d.Interval, "vocab_size": d.Vocab,
+		"model_type": "qwen3_5_moe_text", "hidden_size": d.H, "num_hidden_layers": d.NumLayers(),
+		"layer_types": types, "vocab_size": d.Vocab,
 		"num_attention_heads": d.Hq, "num_key_value_heads": d.Hkv, "head_dim": d.D,
 		"linear_num_key_heads": d.Hk, "linear_num_value_heads": d.Hv, "linear_key_head_dim": d.Dk,
 		"linear_value_head_dim": d.Dv, "linear_conv_kernel_dim": d.K, "num_experts": d.E,
 		"num_experts_per_tok": d.TopK, "moe_intermediate_size": d.I, "shared_expert_intermediate_size": d.Is,
 		"hidden_act": "silu", "rms_norm_eps": 1e-6, "max_position_embeddings": 262144,
 		"rope_parameters": map[string]any{"rope_type": "default", "rope_theta": 10000000,
-			"partial_rotary_factor": 0.25, "mrope_section": []int{11, 11, 10}, "mrope_interleaved": true},
-		"partial_rotary_factor": 0.25, "tie_word_embeddings": false, "attention_bias": false,
+			"partial_rotary_factor": rotary, "mrope_section": []int{11, 11, 10}, "mrope_interleaved": true},
+		"partial_rotary_factor": rotary, "tie_word_embeddings": false, "attention_bias": false,
 		"bos_token_id": d.Vocab - 2, "eos_token_id": d.Vocab - 2,
 	}
 	top := map[string]any{"architectures": []string{"Qwen3_5MoeForConditionalGeneration"},
 		"model_type": "qwen3_5_moe", "tie_word_embeddings": false, "text_config": text}
 	if layout == "mlx" {
 		q := map[string]any{"group_size": d.GroupSize, "bits": d.Bits, "mode": "affine"}
-		for _, t := range tensortable.Text(d.table(), tensortable.MLX) {
+		for _, t := range tensortable.Text(d.Dims, tensortable.MLX) {
 			if t.Router {
 				q[t.Name] = map[string]int{"group_size": d.GroupSize, "bits": d.GateBits}
 			}

@@ -16,32 +16,59 @@ struct QDims {
   uint out;
   uint in;
   uint bits;
+  uint sh;  // byte shifts of the bound operands: words | scales<<8 | biases<<16 (see qword)
 };
+
+// Packed weights at any byte offset. A real MLX shard's header is not padded, so a tensor may start
+// at any byte of its mapped file, and the weights stay zero-copy: the host binds every quantized
+// operand (packed words, bf16 scales, bf16 biases) at the 4-byte floor of its start and passes
+// sh = start mod 4 for it (wsh | ssh<<8 | bsh<<16 in the dims). The loaders below read only aligned
+// uint (or ushort) words, combining two neighbours when the tensor is shifted, and never read past
+// the 4-byte ceiling of the tensor's end (which the host's binding covers).
+inline uint wshift(uint sh) { return sh & 0xffu; }
+inline uint sshift(uint sh) { return (sh >> 8) & 0xffu; }
+inline uint bshift(uint sh) { return (sh >> 16) & 0xffu; }
+
+// qword is packed word i of a tensor that starts sh bytes into w.
+inline uint qword(device const uint* w, uint i, uint sh) {
+  if (sh == 0u) return w[i];
+  return (w[i] >> (8u * sh)) | (w[i + 1u] << (32u - 8u * sh));
+}
+
+// qbf16 is bf16 element i, as float, of a tensor that starts sh bytes into p: element i is the
+// ushort at byte sh + 2i, aligned when sh is even, else the high byte of one ushort and the low byte
+// of the next.
+inline float qbf16(device const ushort* p, uint i, uint sh) {
+  uint o = sh + 2u * i;
+  uint j = o >> 1;
+  uint v = (o & 1u) == 0u ? uint(p[j]) : ((uint(p[j]) >> 8) | ((uint(p[j + 1u]) & 0xffu) << 8));
+  return as_type<float>(v << 16);
+}
 
 inline float silu_f(float x) { return x / (1.0f + exp(-x)); }
 inline float sigmoid_f(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float softplus_f(float x) { return x > 20.0f ? x : log(1.0f + exp(x)); }
 
-// The quantized element W[row][i] (any bit width), dequantized: scale*q + bias.
-inline float qget(device const uint* w, device const bfloat* s, device const bfloat* b, uint row, uint i, uint in, uint bits) {
+// The quantized element W[row][i] (any bit width), dequantized: scale*q + bias; sh as in QDims.
+inline float qget(device const uint* w, device const ushort* s, device const ushort* b, uint row, uint i, uint in,
+                  uint bits, uint sh) {
   uint per = 32u / bits;
-  uint word = w[row * (in / per) + i / per];
+  uint word = qword(w, row * (in / per) + i / per, wshift(sh));
   uint q = (word >> ((i % per) * bits)) & ((1u << bits) - 1u);
   uint g = row * (in / LILY_GROUP) + i / LILY_GROUP;
-  return float(s[g]) * float(q) + float(b[g]);
+  return qbf16(s, g, sshift(sh)) * float(q) + qbf16(b, g, bshift(sh));
 }
 
 // W[row] · x with dequantization fused into the dot product: Σ_g s_g·Σ q_i x_i + b_g·Σ x_i.
 // Called by all 32 lanes of a SIMD group; lane l takes words l, l+32, ... Returns the sum to every lane.
-inline float qrow_dot(device const uint* w, device const bfloat* s, device const bfloat* b, uint row, uint in, uint bits,
-                      device const float* x, uint lane) {
+inline float qrow_dot(device const uint* w, device const ushort* s, device const ushort* b, uint row, uint in,
+                      uint bits, uint sh, device const float* x, uint lane) {
   uint per = 32u / bits;
   uint words = in / per;
   uint mask = (1u << bits) - 1u;
-  device const uint* wr = w + row * words;
   float acc = 0.0f;
   for (uint wi = lane; wi < words; wi += 32u) {
-    uint word = wr[wi];
+    uint word = qword(w, row * words + wi, wshift(sh));
     uint base = wi * per;
     float qx = 0.0f, sx = 0.0f;
     for (uint k = 0; k < per; k++) {
@@ -50,7 +77,7 @@ inline float qrow_dot(device const uint* w, device const bfloat* s, device const
       sx += xv;
     }
     uint g = row * (in / LILY_GROUP) + base / LILY_GROUP;
-    acc += float(s[g]) * qx + float(b[g]) * sx;
+    acc += qbf16(s, g, sshift(sh)) * qx + qbf16(b, g, bshift(sh)) * sx;
   }
   return simd_sum(acc);
 }

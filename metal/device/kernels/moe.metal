@@ -6,15 +6,16 @@ struct RouterDims {
   uint in;       // H
   uint k;        // top-k <= 32
   uint bits;     // router and shared-expert-gate bits (8 in the MLX checkpoint)
+  uint rsh, gsh; // router and shared-expert-gate shifts as in QDims
 };
 
 // For token t = threadgroup index (x: [T, H]): router logits (one SIMD group per 1/32 of the rows),
 // fp32 softmax, top-k (ties to the lower id), renormalised weights; and the shared expert's gate
 // logit. One threadgroup per token of any whole number of SIMD groups up to 1024 threads (the host
 // takes the pipeline's limit). ids, wts: [T, k]; sgate: [T].
-kernel void router_topk(device const uint* w [[buffer(0)]], device const bfloat* s [[buffer(1)]],
-                        device const bfloat* b [[buffer(2)]], device const uint* gw [[buffer(3)]],
-                        device const bfloat* gs [[buffer(4)]], device const bfloat* gb [[buffer(5)]],
+kernel void router_topk(device const uint* w [[buffer(0)]], device const ushort* s [[buffer(1)]],
+                        device const ushort* b [[buffer(2)]], device const uint* gw [[buffer(3)]],
+                        device const ushort* gs [[buffer(4)]], device const ushort* gb [[buffer(5)]],
                         device const float* x [[buffer(6)]], device int* ids [[buffer(7)]],
                         device float* wts [[buffer(8)]], device float* sgate [[buffer(9)]],
                         constant RouterDims& d [[buffer(10)]], uint t [[threadgroup_position_in_grid]],
@@ -23,8 +24,8 @@ kernel void router_topk(device const uint* w [[buffer(0)]], device const bfloat*
   threadgroup float logits[1024];
   device const float* xt = x + t * d.in;
   for (uint row = sg; row <= d.experts; row += nsg) {
-    float v = row < d.experts ? qrow_dot(w, s, b, row, d.in, d.bits, xt, lane)
-                              : qrow_dot(gw, gs, gb, 0, d.in, d.bits, xt, lane);
+    float v = row < d.experts ? qrow_dot(w, s, b, row, d.in, d.bits, d.rsh, xt, lane)
+                              : qrow_dot(gw, gs, gb, 0, d.in, d.bits, d.gsh, xt, lane);
     if (lane == 0) {
       if (row < d.experts) logits[row] = isnan(v) ? -INFINITY : v;  // a NaN logit ranks last
       else sgate[t] = v;
@@ -65,16 +66,17 @@ struct MoEDims {
   uint k;       // experts per token
   uint bits;
   uint act_stride;  // row stride of act: max(I, Is)
+  uint gsh, ush, sgsh, sush, dsh, sdsh;  // shifts as in QDims: gate, up, shared gate/up, down, shared down
 };
 
 // Decode: act[j] = silu(Wg[e_j] x) * (Wu[e_j] x) for slot j < k (e_j = ids[j]) and, for slot k,
 // the shared expert. Grid (ceil(max(I,Is)/8), k+1) threadgroups of 8 SIMD groups, one row each.
-kernel void moe_gate_up(device const uint* gw [[buffer(0)]], device const bfloat* gs [[buffer(1)]],
-                        device const bfloat* gb [[buffer(2)]], device const uint* uw [[buffer(3)]],
-                        device const bfloat* us [[buffer(4)]], device const bfloat* ub [[buffer(5)]],
-                        device const uint* sgw [[buffer(6)]], device const bfloat* sgs [[buffer(7)]],
-                        device const bfloat* sgb [[buffer(8)]], device const uint* suw [[buffer(9)]],
-                        device const bfloat* sus [[buffer(10)]], device const bfloat* sub [[buffer(11)]],
+kernel void moe_gate_up(device const uint* gw [[buffer(0)]], device const ushort* gs [[buffer(1)]],
+                        device const ushort* gb [[buffer(2)]], device const uint* uw [[buffer(3)]],
+                        device const ushort* us [[buffer(4)]], device const ushort* ub [[buffer(5)]],
+                        device const uint* sgw [[buffer(6)]], device const ushort* sgs [[buffer(7)]],
+                        device const ushort* sgb [[buffer(8)]], device const uint* suw [[buffer(9)]],
+                        device const ushort* sus [[buffer(10)]], device const ushort* sub [[buffer(11)]],
                         device const int* ids [[buffer(12)]], device const float* x [[buffer(13)]],
                         device float* act [[buffer(14)]], constant MoEDims& d [[buffer(15)]],
                         uint2 tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
@@ -84,12 +86,12 @@ kernel void moe_gate_up(device const uint* gw [[buffer(0)]], device const bfloat
   if (slot < d.k) {
     if (r >= d.inter) return;
     uint row = uint(ids[slot]) * d.inter + r;
-    g = qrow_dot(gw, gs, gb, row, d.hidden, d.bits, x, lane);
-    u = qrow_dot(uw, us, ub, row, d.hidden, d.bits, x, lane);
+    g = qrow_dot(gw, gs, gb, row, d.hidden, d.bits, d.gsh, x, lane);
+    u = qrow_dot(uw, us, ub, row, d.hidden, d.bits, d.ush, x, lane);
   } else {
     if (r >= d.shared) return;
-    g = qrow_dot(sgw, sgs, sgb, r, d.hidden, d.bits, x, lane);
-    u = qrow_dot(suw, sus, sub, r, d.hidden, d.bits, x, lane);
+    g = qrow_dot(sgw, sgs, sgb, r, d.hidden, d.bits, d.sgsh, x, lane);
+    u = qrow_dot(suw, sus, sub, r, d.hidden, d.bits, d.sush, x, lane);
   }
   if (lane == 0) act[slot * d.act_stride + r] = silu_f(g) * u;
 }
@@ -97,9 +99,9 @@ kernel void moe_gate_up(device const uint* gw [[buffer(0)]], device const bfloat
 // Decode: h[row] += Σ_j wts[j]·(Wd[e_j] act[j])[row] + sigmoid(sgate)·(Wsd act[k])[row] — the
 // weighted sum, the gated shared expert and the residual add in one pass over the down weights.
 // Grid ceil(H/8) threadgroups of 8 SIMD groups.
-kernel void moe_down(device const uint* dw [[buffer(0)]], device const bfloat* ds [[buffer(1)]],
-                     device const bfloat* db [[buffer(2)]], device const uint* sdw [[buffer(3)]],
-                     device const bfloat* sds [[buffer(4)]], device const bfloat* sdb [[buffer(5)]],
+kernel void moe_down(device const uint* dw [[buffer(0)]], device const ushort* ds [[buffer(1)]],
+                     device const ushort* db [[buffer(2)]], device const uint* sdw [[buffer(3)]],
+                     device const ushort* sds [[buffer(4)]], device const ushort* sdb [[buffer(5)]],
                      device const int* ids [[buffer(6)]], device const float* wts [[buffer(7)]],
                      device const float* sgate [[buffer(8)]], device const float* act [[buffer(9)]],
                      device float* h [[buffer(10)]], constant MoEDims& d [[buffer(11)]],
@@ -110,9 +112,9 @@ kernel void moe_down(device const uint* dw [[buffer(0)]], device const bfloat* d
   float acc = 0.0f;
   for (uint j = 0; j < d.k; j++) {
     uint e = uint(ids[j]);
-    acc += wts[j] * qrow_dot(dw, ds, db, e * d.hidden + row, d.inter, d.bits, act + j * d.act_stride, lane);
+    acc += wts[j] * qrow_dot(dw, ds, db, e * d.hidden + row, d.inter, d.bits, d.dsh, act + j * d.act_stride, lane);
   }
-  acc += sigmoid_f(sgate[0]) * qrow_dot(sdw, sds, sdb, row, d.shared, d.bits, act + d.k * d.act_stride, lane);
+  acc += sigmoid_f(sgate[0]) * qrow_dot(sdw, sds, sdb, row, d.shared, d.bits, d.sdsh, act + d.k * d.act_stride, lane);
   if (lane == 0) h[row] += acc;
 }
 

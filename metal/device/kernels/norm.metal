@@ -31,11 +31,11 @@ kernel void rms_norm(device const float* x [[buffer(0)]], device const float* w 
 
 // out: [T, in] rows of the quantized embedding table for ids: [T]. One thread per element;
 // grid = (ceil(in/256), T) threadgroups of 256.
-kernel void embed(device const uint* w [[buffer(0)]], device const bfloat* s [[buffer(1)]],
-                  device const bfloat* b [[buffer(2)]], device const int* ids [[buffer(3)]],
+kernel void embed(device const uint* w [[buffer(0)]], device const ushort* s [[buffer(1)]],
+                  device const ushort* b [[buffer(2)]], device const int* ids [[buffer(3)]],
                   device float* out [[buffer(4)]], constant QDims& d [[buffer(5)]],
                   uint2 gid [[thread_position_in_grid]]) {
   uint i = gid.x, t = gid.y;
   if (i >= d.in) return;
-  out[t * d.in + i] = qget(w, s, b, uint(ids[t]), i, d.in, d.bits);
+  out[t * d.in + i] = qget(w, s, b, uint(ids[t]), i, d.in, d.bits, d.sh);
 }

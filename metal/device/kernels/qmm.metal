@@ -9,11 +9,12 @@ struct MMDims {
   uint in;
   uint bits;
   uint add;  // 1: Y += X·Wᵀ (fused residual add); 0: Y = X·Wᵀ
+  uint sh;   // as in QDims
 };
 
 // Y: [T, out] = X: [T, in] · Wᵀ. Grid (ceil(out/8), ceil(T/8)) threadgroups of 32 threads.
-kernel void qmm(device const uint* w [[buffer(0)]], device const bfloat* s [[buffer(1)]],
-                device const bfloat* b [[buffer(2)]], device const float* x [[buffer(3)]],
+kernel void qmm(device const uint* w [[buffer(0)]], device const ushort* s [[buffer(1)]],
+                device const ushort* b [[buffer(2)]], device const float* x [[buffer(3)]],
                 device float* y [[buffer(4)]], constant MMDims& d [[buffer(5)]],
                 uint2 tg [[threadgroup_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float xt[64];
@@ -25,7 +26,7 @@ kernel void qmm(device const uint* w [[buffer(0)]], device const bfloat* s [[buf
     for (uint e = lane; e < 64u; e += 32u) {
       uint r = e / 8u, c = e % 8u;
       xt[e] = tok0 + r < d.t ? x[(tok0 + r) * d.in + k0 + c] : 0.0f;
-      wt[e] = row0 + r < d.out ? qget(w, s, b, row0 + r, k0 + c, d.in, d.bits) : 0.0f;
+      wt[e] = row0 + r < d.out ? qget(w, s, b, row0 + r, k0 + c, d.in, d.bits, d.sh) : 0.0f;
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);
     simdgroup_load(A, xt, 8);
@@ -50,14 +51,15 @@ struct GroupMMDims {
   uint hidden;  // H
   uint inter;   // I
   uint bits;
+  uint gsh, ush, dsh;  // gate, up, down shifts as in QDims
 };
 
 // Grouped gate/up GEMM of expert e = tg.z over its slots order[offsets[e]..offsets[e+1]) in tiles
 // of 8 (tg.y), weight rows in tiles of 8 (tg.x): act[slot, r] = silu(Wg[e] x_tok)[r]·(Wu[e] x_tok)[r]
 // with tok = slot / k. Grid (ceil(I/8), ceil(T/8), E); tiles past an expert's slots return at once.
-kernel void moe_gemm_gate_up(device const uint* gw [[buffer(0)]], device const bfloat* gs [[buffer(1)]],
-                             device const bfloat* gb [[buffer(2)]], device const uint* uw [[buffer(3)]],
-                             device const bfloat* us [[buffer(4)]], device const bfloat* ub [[buffer(5)]],
+kernel void moe_gemm_gate_up(device const uint* gw [[buffer(0)]], device const ushort* gs [[buffer(1)]],
+                             device const ushort* gb [[buffer(2)]], device const uint* uw [[buffer(3)]],
+                             device const ushort* us [[buffer(4)]], device const ushort* ub [[buffer(5)]],
                              device const float* x [[buffer(6)]], device const uint* order [[buffer(7)]],
                              device const uint* offsets [[buffer(8)]], device float* act [[buffer(9)]],
                              constant GroupMMDims& d [[buffer(10)]], uint3 tg [[threadgroup_position_in_grid]],
@@ -77,8 +79,8 @@ kernel void moe_gemm_gate_up(device const uint* gw [[buffer(0)]], device const b
       uint r = q / 8u, c = q % 8u;
       xt[q] = n0 + r < n1 ? x[(order[n0 + r] / d.k) * d.hidden + k0 + c] : 0.0f;
       bool ok = row0 + r < d.inter;
-      gt[q] = ok ? qget(gw, gs, gb, e * d.inter + row0 + r, k0 + c, d.hidden, d.bits) : 0.0f;
-      ut[q] = ok ? qget(uw, us, ub, e * d.inter + row0 + r, k0 + c, d.hidden, d.bits) : 0.0f;
+      gt[q] = ok ? qget(gw, gs, gb, e * d.inter + row0 + r, k0 + c, d.hidden, d.bits, d.gsh) : 0.0f;
+      ut[q] = ok ? qget(uw, us, ub, e * d.inter + row0 + r, k0 + c, d.hidden, d.bits, d.ush) : 0.0f;
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);
     simdgroup_load(A, xt, 8);
@@ -99,8 +101,8 @@ kernel void moe_gemm_gate_up(device const uint* gw [[buffer(0)]], device const b
 
 // Grouped down GEMM of expert e = tg.z: out[slot, r] = (Wd[e] act[slot])[r] over the expert's slots.
 // Grid (ceil(H/8), ceil(T/8), E).
-kernel void moe_gemm_down(device const uint* dw [[buffer(0)]], device const bfloat* ds [[buffer(1)]],
-                          device const bfloat* db [[buffer(2)]], device const float* act [[buffer(3)]],
+kernel void moe_gemm_down(device const uint* dw [[buffer(0)]], device const ushort* ds [[buffer(1)]],
+                          device const ushort* db [[buffer(2)]], device const float* act [[buffer(3)]],
                           device const uint* order [[buffer(4)]], device const uint* offsets [[buffer(5)]],
                           device float* out [[buffer(6)]], constant GroupMMDims& d [[buffer(7)]],
                           uint3 tg [[threadgroup_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
@@ -115,7 +117,7 @@ kernel void moe_gemm_down(device const uint* dw [[buffer(0)]], device const bflo
     for (uint q = lane; q < 64u; q += 32u) {
       uint r = q / 8u, c = q % 8u;
       xt[q] = n0 + r < n1 ? act[order[n0 + r] * d.inter + k0 + c] : 0.0f;
-      wt[q] = row0 + r < d.hidden ? qget(dw, ds, db, e * d.hidden + row0 + r, k0 + c, d.inter, d.bits) : 0.0f;
+      wt[q] = row0 + r < d.hidden ? qget(dw, ds, db, e * d.hidden + row0 + r, k0 + c, d.inter, d.bits, d.dsh) : 0.0f;
     }
     simdgroup_barrier(mem_flags::mem_threadgroup);
     simdgroup_load(A, xt, 8);

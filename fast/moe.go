@@ -1,0 +1,140 @@
+package fast
+
+import "math"
+
+// moeDecode: b.r = MoE(b.a) for one token — one dispatch for the router, the shared expert's gate
+// and its gate and up projections (all read b.a: the shared expert's 4-bit rows stream while the
+// small 8-bit router computes, which alone would be too small a dispatch to reach the bandwidth),
+// router top-k, one dispatch for the k experts' gate and up, one for every down projection, then
+// the weighted sum.
+func (s *Session) moeDecode(l *layer) {
+	b := s.dec
+	k := len(b.ids)
+	s.vecs(append(b.jobs[:0], vecJob{l.router, b.a, b.rl}, vecJob{l.seg, b.a, b.sgate},
+		vecJob{l.sg, b.a, b.eg[k]}, vecJob{l.su, b.a, b.eu[k]}))
+	route(b.rl, b.ids, b.wts)
+	jobs := b.jobs[:0]
+	for j, e := range b.ids {
+		jobs = append(jobs, vecJob{l.gate[e], b.a, b.eg[j]}, vecJob{l.up[e], b.a, b.eu[j]})
+	}
+	s.vecs(jobs)
+	jobs = jobs[:0]
+	for j, e := range b.ids {
+		s.m.ops.swiglu(b.eg[j][:l.gate[e].out], b.eu[j])
+		jobs = append(jobs, vecJob{l.down[e], b.eg[j], b.ed[j]})
+	}
+	s.m.ops.swiglu(b.eg[k][:l.sg.out], b.eu[k])
+	jobs = append(jobs, vecJob{l.sd, b.eg[k], b.ed[k]})
+	s.vecs(jobs)
+	sg := sigmoid(b.sgate[0])
+	for i, v := range b.ed[k][:len(b.r)] {
+		b.r[i] = sg * v
+	}
+	for j := 0; j < k; j++ {
+		s.m.ops.axpy(b.wts[j], b.ed[j][:len(b.r)], b.r)
+	}
+}
+
+// moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
+// sort), one gathered GEMM per expert for gate/up and for down, then the weighted scatter-add;
+// the shared expert as a GEMM over all tokens.
+// It returns the router's logits [t, E], chosen experts and weights [t, k] (for observation).
+func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []float32, ids []int, wts []float32) {
+	c := s.m.cfg
+	hs, e, k := c.HiddenSize, c.NumExperts, c.NumExpertsPerTok
+	rl = make([]float32, t*e)
+	seg := make([]float32, t)
+	s.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
+	ids = make([]int, t*k)
+	wts = make([]float32, t*k)
+	count := make([]int, e+1)
+	for i := 0; i < t; i++ {
+		route(rl[i*e:(i+1)*e], ids[i*k:(i+1)*k], wts[i*k:(i+1)*k])
+		for _, x := range ids[i*k : (i+1)*k] {
+			count[x+1]++
+		}
+	}
+	for x := 1; x <= e; x++ {
+		count[x] += count[x-1]
+	}
+	order := make([]int, t*k) // slots (token*k + j) grouped by expert
+	fill := append([]int(nil), count[:e]...)
+	for slot, x := range ids {
+		order[fill[x]] = slot
+		fill[x]++
+	}
+	is := c.SharedIntermediate
+	sgv := make([]float32, t*is)
+	suv := make([]float32, t*is)
+	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
+	s.m.ops.swiglu(sgv, suv)
+	s.muls(mulJob{l.sd, sgv, t, r, hs})
+	for i := 0; i < t; i++ {
+		g := sigmoid(seg[i])
+		for j := 0; j < hs; j++ {
+			r[i*hs+j] *= g
+		}
+	}
+	in := c.MoEIntermediate
+	xe := make([]float32, t*hs)
+	ge := make([]float32, t*in)
+	ue := make([]float32, t*in)
+	de := make([]float32, t*hs)
+	for x := 0; x < e; x++ {
+		n := count[x+1] - count[x]
+		if n == 0 {
+			continue
+		}
+		slots := order[count[x]:count[x+1]]
+		for j, slot := range slots {
+			tok := slot / k
+			copy(xe[j*hs:(j+1)*hs], a[tok*hs:(tok+1)*hs])
+		}
+		s.muls(mulJob{l.gate[x], xe, n, ge, in}, mulJob{l.up[x], xe, n, ue, in})
+		s.m.ops.swiglu(ge[:n*in], ue)
+		s.muls(mulJob{l.down[x], ge, n, de, hs})
+		for j, slot := range slots {
+			tok := slot / k
+			s.m.ops.axpy(wts[slot], de[j*hs:(j+1)*hs], r[tok*hs:(tok+1)*hs])
+		}
+	}
+	return rl, ids, wts
+}
+
+// route computes the router's top-k: softmax over logits (float64), the k largest probabilities
+// (ties to the lower index), renormalised. logits: [E]; ids, w: [k].
+func route(logits []float32, ids []int, w []float32) {
+	mx := logits[0]
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v - mx))
+	}
+	k := len(ids)
+	for j := 0; j < k; j++ {
+		ids[j] = -1
+	}
+	// insertion into a sorted top-k (k is small).
+	for e, v := range logits {
+		pos := k
+		for pos > 0 && (ids[pos-1] < 0 || v > logits[ids[pos-1]]) {
+			pos--
+		}
+		if pos == k {
+			continue
+		}
+		copy(ids[pos+1:], ids[pos:k-1])
+		ids[pos] = e
+	}
+	var sum float64
+	for j, e := range ids {
+		p := math.Exp(float64(logits[e]-mx)) / z
+		w[j] = float32(p)
+		sum += p
+	}
+	for j := range w {
+		w[j] = float32(float64(w[j]) / sum)
+	}
+}
