@@ -20,6 +20,25 @@ func attnPrep(s *sizes, l *deviceLayer, pos0, t int, q2, k, v, cs, q, gate, kc, 
 		Args: []device.Arg{q2, k, v, *l.qn, *l.kn, cs, q, gate, kc, vc, inline(s.attnDims(pos0, t, pos0+t, 1))}}
 }
 
+// Expected fraction of the roofline (max of bytes/bandwidth, FLOPs/peak) each attention kernel
+// reaches, for the performance model (metal/perfmodel).
+const (
+	// attnPrepRoofline: Hq+Hkv threadgroups of one SIMD group per token, a few KB per token; at decode
+	// launch latency dominates.
+	attnPrepRoofline = 0.2
+	// attnDecodeSplitRoofline: bandwidth-bound on the fp16 K/V stream, each kv head's rows read once;
+	// 16-key blocks behind two barriers and ~256 threadgroups keep enough loads in flight from ~4K
+	// keys on (below, the split's latency dominates), as MLX's sdpa_vector: about half the bandwidth.
+	attnDecodeSplitRoofline = 0.5
+	// attnDecodeCombineRoofline: Hq threadgroups reading ≤128 partials each: latency-bound.
+	attnDecodeCombineRoofline = 0.2
+	// attnPrefillRoofline: compute-bound on fp32 simdgroup_matrix products over the causal half of
+	// the key blocks; K/V staged as float with four barriers per 16-key block, the softmax through
+	// threadgroup memory and Q re-read per block cost about two thirds of the matrix rate (MLX's
+	// steel attention, which keeps the softmax in registers, reaches about half of its peak).
+	attnPrefillRoofline = 0.35
+)
+
 // Decode attention splits the n cached keys into cdiv(n, split) ranges, one threadgroup per (kv
 // head, range). decodeTargetGroups is the threadgroup count the split aims for: a few per GPU core
 // on the largest Apple GPUs (40 cores), so that short contexts still spread over the whole GPU and
