@@ -48,7 +48,7 @@ func testAttnPrep(t *testing.T, k kern) {
 	for _, c := range []struct {
 		s       attnShape
 		pos0, T int
-	}{{attnShape{4, 2, 64, 16}, 5, 3}, {attnShape{2, 1, 256, 64}, 0, 1}} {
+	}{{attnShape{4, 2, 64, 16}, 5, 3}, {attnShape{2, 1, 256, 64}, 0, 1}, {attnShape{16, 2, 256, 64}, 7, 2}} {
 		s, T, rows := c.s, c.T, c.pos0+c.T+2
 		q2, kk, v := randRows(rng, T, 2*s.hq*s.d, 1), randRows(rng, T, s.hkv*s.d, 1), randRows(rng, T, s.hkv*s.d, 1)
 		qn, kn := normWeight(rng, s.d), normWeight(rng, s.d)

@@ -16,7 +16,8 @@ const deltanetTol = 1e-5
 // testDeltaNetScan checks deltanet_conv + deltanet_scan's sequence state handling: a decode step
 // (T = 1, projections by qmv), T = 2 < K−1 (the new conv state keeps one row of the old one), a
 // start from the zero state, head dims that fill neither a lane's rows nor a SIMD group's columns,
-// and the real head sizes (Hk 16, Hv 32, Dk = Dv = 128: four state rows per lane, 16 SIMD groups).
+// and the real head sizes (Hk 16, Hv 32, Dk = Dv = 128: four state rows per lane, 16 SIMD groups)
+// for a decode step and a 9-token chunk.
 func testDeltaNetScan(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	small := smallConfig(8, 2)
@@ -29,7 +30,7 @@ func testDeltaNetScan(t *testing.T, k kern) {
 	real := smallConfig(8, 2)
 	real.LinearNumKeyHeads, real.LinearNumValueHeads, real.LinearKeyHeadDim, real.LinearValueHeadDim = 16, 32, 128, 128
 	runDeltaNet(t, k, rng, real, 4, 2, 1)
-	runDeltaNet(t, k, rng, real, 4, 0, 3)
+	runDeltaNet(t, k, rng, real, 4, 0, 9)
 }
 
 // testDeltaNetLayer: qmm projections + deltanet_scan + qmm out_proj (fused add) vs ref.GatedDeltaNet in its
