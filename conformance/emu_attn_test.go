@@ -48,7 +48,7 @@ func testAttnPrep(t *testing.T, k kern) {
 	for _, c := range []struct {
 		s       attnShape
 		pos0, T int
-	}{{attnShape{4, 2, 64, 16}, 5, 3}, {attnShape{2, 1, 256, 64}, 0, 1}} {
+	}{{attnShape{4, 2, 64, 16}, 5, 3}, {attnShape{2, 1, 256, 64}, 0, 1}, {attnShape{16, 2, 256, 64}, 7, 2}} {
 		s, T, rows := c.s, c.T, c.pos0+c.T+2
 		q2, kk, v := randRows(rng, T, 2*s.hq*s.d, 1), randRows(rng, T, s.hkv*s.d, 1), randRows(rng, T, s.hkv*s.d, 1)
 		qn, kn := normWeight(rng, s.d), normWeight(rng, s.d)
@@ -102,18 +102,21 @@ func decodeAttend(k kern, s attnShape, q, gate, kc, vc []byte, n, split int) []f
 	splits := ceil(n, split)
 	d := attnDims(s, n-1, 1, n, split)
 	part, out := zeros(s.hq*splits*(s.d+2)), zeros(s.hq*s.d)
-	k.run("attn_decode_split", [3]int{s.hq, splits, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q, 1: kc, 2: vc, 3: part, 4: d})
+	k.run("attn_decode_split", [3]int{s.hkv, splits, 1}, [3]int{32 * (s.hq / s.hkv), 1, 1}, map[int][]byte{0: q, 1: kc, 2: vc, 3: part, 4: d})
 	k.run("attn_decode_combine", [3]int{s.hq, 1, 1}, [3]int{32, 1, 1}, map[int][]byte{0: part, 1: gate, 2: out, 3: d})
 	return unf32(out)
 }
 
-// testAttnDecode covers one key, contexts of several splits with a partial last split, and D = 256.
+// testAttnDecode covers one key, contexts of several splits with a partial last split, splits
+// that are not a multiple of the kernel's 16-key block (a partial block inside every split), D = 256,
+// and the real geometry (16 query heads on 2 kv heads, D = 256) at a context of 1,000 keys.
 func testAttnDecode(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(22, 1))
 	for _, c := range []struct {
 		s        attnShape
 		n, split int
-	}{{attnShape{4, 2, 64, 16}, 1, 4}, {attnShape{4, 2, 64, 16}, 37, 8}, {attnShape{2, 1, 256, 64}, 40, 16}} {
+	}{{attnShape{4, 2, 64, 16}, 1, 4}, {attnShape{4, 2, 64, 16}, 37, 8}, {attnShape{2, 1, 256, 64}, 40, 16},
+		{attnShape{4, 2, 64, 16}, 75, 40}, {attnShape{16, 2, 256, 64}, 1000, 48}} {
 		s := c.s
 		q, gate := randVec(rng, s.hq*s.d, 0.5), randVec(rng, s.hq*s.d, 1)
 		kc, vc := roundF16(randVec(rng, c.n*s.hkv*s.d, 1)), roundF16(randVec(rng, c.n*s.hkv*s.d, 1))
@@ -122,16 +125,30 @@ func testAttnDecode(t *testing.T, k kern) {
 	}
 }
 
+// testAttnPrefill covers one token, a chunk after a cached prefix, chunks that are not a multiple
+// of the 8-row tiles or the 32-token threadgroup with a prefix that is not a multiple of the 16-key
+// block, keys whose scores rise by more than FA_TAU across blocks (the rescaled path), and the real
+// geometry (16 query heads on 2 kv heads, D = 256).
 func testAttnPrefill(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(23, 1))
-	s := attnShape{4, 2, 64, 16}
-	for _, c := range []struct{ pos0, T int }{{0, 1}, {3, 9}} {
-		n := c.pos0 + c.T
+	for _, c := range []struct {
+		s       attnShape
+		pos0, T int
+		rise    float32 // key j is scaled by 1 + rise·j: later blocks score higher
+	}{{attnShape{4, 2, 64, 16}, 0, 1, 0}, {attnShape{4, 2, 64, 16}, 3, 9, 0}, {attnShape{4, 2, 64, 16}, 21, 45, 0},
+		{attnShape{8, 2, 32, 8}, 5, 70, 0.5}, {attnShape{16, 2, 256, 64}, 13, 37, 0}} {
+		s, n := c.s, c.pos0+c.T
 		q, gate := randVec(rng, c.T*s.hq*s.d, 0.5), randVec(rng, c.T*s.hq*s.d, 1)
-		kc, vc := roundF16(randVec(rng, n*s.hkv*s.d, 1)), roundF16(randVec(rng, n*s.hkv*s.d, 1))
+		kc, vc := randVec(rng, n*s.hkv*s.d, 1), roundF16(randVec(rng, n*s.hkv*s.d, 1))
+		for j := 0; j < n; j++ {
+			for i := range s.hkv * s.d {
+				kc[j*s.hkv*s.d+i] *= 1 + c.rise*float32(j)
+			}
+		}
+		kc = roundF16(kc)
 		out := zeros(c.T * s.hq * s.d)
-		k.run("attn_prefill", [3]int{s.hq, c.T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: f32(q), 1: f16(kc), 2: f16(vc),
-			3: f32(gate), 4: out, 5: attnDims(s, c.pos0, c.T, n, 1)})
+		k.run("attn_prefill", [3]int{ceil(c.T, 32), s.hq, 1}, [3]int{128, 1, 1}, map[int][]byte{0: f32(q), 1: f16(kc),
+			2: f16(vc), 3: f32(gate), 4: out, 5: attnDims(s, c.pos0, c.T, n, 1)})
 		var want []float32
 		w := s.hq * s.d
 		for tok := 0; tok < c.T; tok++ {
@@ -213,7 +230,7 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 		k.run("attn_prep", [3]int{s.hq + s.hkv, T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q2, 1: kk, 2: v,
 			3: f32(a.w.QNorm), 4: f32(a.w.KNorm), 5: f32(ropeTable(c.prefix, T, s.rot, a.cfg.RopeTheta)),
 			6: q, 7: gate, 8: a.kc, 9: a.vc, 10: d})
-		k.run("attn_prefill", [3]int{s.hq, T, 1}, [3]int{32, 1, 1}, map[int][]byte{0: q, 1: a.kc, 2: a.vc, 3: gate, 4: o, 5: d})
+		k.run("attn_prefill", [3]int{ceil(T, 32), s.hq, 1}, [3]int{128, 1, 1}, map[int][]byte{0: q, 1: a.kc, 2: a.vc, 3: gate, 4: o, 5: d})
 		y := flat(h0)
 		bufs := map[int][]byte{3: o, 4: y, 5: dims(T, h, s.hq*s.d, c.bits, 1, 0)}
 		bindQ(bufs, 0, &a.w.O)

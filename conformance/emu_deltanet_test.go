@@ -13,19 +13,24 @@ import (
 // and the output adds the projections (matvecTol each) and the gated RMSNorm (seen: 7e-7).
 const deltanetTol = 1e-5
 
-// testDeltaNetScan checks deltanet_scan's sequence state handling: a decode step (T = 1, projections by
-// qmv), T = 2 < K−1 (the new conv state keeps one row of the old one), a start from the zero
-// state, and the real head sizes.
+// testDeltaNetScan checks deltanet_conv + deltanet_scan's sequence state handling: a decode step
+// (T = 1, projections by qmv), T = 2 < K−1 (the new conv state keeps one row of the old one), a
+// start from the zero state, head dims that fill neither a lane's rows nor a SIMD group's columns,
+// and the real head sizes (Hk 16, Hv 32, Dk = Dv = 128: four state rows per lane, 16 SIMD groups)
+// for a decode step and a 9-token chunk.
 func testDeltaNetScan(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	small := smallConfig(8, 2)
 	runDeltaNet(t, k, rng, small, 4, 7, 1)
 	runDeltaNet(t, k, rng, small, 8, 5, 2)
 	runDeltaNet(t, k, rng, small, 4, 0, 3)
-	// The real head sizes (Dk = Dv = 128: one state column per thread) with one key head.
-	wide := smallConfig(8, 2)
-	wide.LinearNumKeyHeads, wide.LinearNumValueHeads, wide.LinearKeyHeadDim, wide.LinearValueHeadDim = 1, 2, 128, 128
-	runDeltaNet(t, k, rng, wide, 4, 4, 3)
+	odd := smallConfig(8, 2)
+	odd.LinearNumKeyHeads, odd.LinearNumValueHeads, odd.LinearKeyHeadDim, odd.LinearValueHeadDim = 2, 8, 48, 40
+	runDeltaNet(t, k, rng, odd, 4, 3, 5)
+	real := smallConfig(8, 2)
+	real.LinearNumKeyHeads, real.LinearNumValueHeads, real.LinearKeyHeadDim, real.LinearValueHeadDim = 16, 32, 128, 128
+	runDeltaNet(t, k, rng, real, 4, 2, 1)
+	runDeltaNet(t, k, rng, real, 4, 0, 9)
 }
 
 // testDeltaNetLayer: qmm projections + deltanet_scan + qmm out_proj (fused add) vs ref.GatedDeltaNet in its
@@ -64,9 +69,10 @@ func runDeltaNet(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, b
 	}
 	qkv, z, a, b := project(0), project(1), project(2), project(3)
 	y := zeros(T * hv * dv)
-	k.run("deltanet_scan", [3]int{hk, 1, 1}, [3]int{128, 1, 1}, map[int][]byte{0: qkv, 1: z, 2: a, 3: b,
-		4: f32(w.Conv), 5: cst, 6: f32(w.ALog), 7: f32(w.DtBias), 8: f32(w.Norm), 9: state, 10: y,
-		11: dims(hk, hv, dk, dv, kc, c, T, float32(1e-6), float32(cfg.RMSNormEps))})
+	d := dims(hk, hv, dk, dv, kc, c, T, float32(1e-6), float32(cfg.RMSNormEps))
+	k.run("deltanet_conv", [3]int{ceil(c, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: qkv, 1: f32(w.Conv), 2: cst, 3: d})
+	k.run("deltanet_scan", [3]int{hv, 1, 1}, [3]int{32 * ceil(dv, 8), 1, 1}, map[int][]byte{0: qkv, 1: z, 2: a, 3: b,
+		4: f32(w.ALog), 5: f32(w.DtBias), 6: f32(w.Norm), 7: state, 8: y, 9: d})
 	out := flat(h0)
 	if T == 1 {
 		bufs := map[int][]byte{3: y, 4: out, 5: dims(h, hv*dv, bits, 0)}

@@ -34,7 +34,7 @@ func TestEmuKernels(t *testing.T) {
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
 		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
 		{"attn_prefill", testAttnPrefill, []string{"attn_prefill"}},
-		{"deltanet_scan", testDeltaNetScan, []string{"deltanet_scan"}},
+		{"deltanet_scan", testDeltaNetScan, []string{"deltanet_conv", "deltanet_scan"}},
 		{"layer/attention_decode", testAttentionDecodeLayer, nil},
 		{"layer/attention_prefill", testAttentionPrefillLayer, nil},
 		{"layer/deltanet", testDeltaNetLayer, nil},

@@ -59,9 +59,6 @@ type scratch struct {
 	tokIDs, cs, logits, top, topv, lse *rows // device.Shared: per-call inputs and readback
 }
 
-// decodeSplit is how many keys one attn_decode_split threadgroup covers.
-const decodeSplit = 256
-
 // newScratch allocates the chunk activations (private) and the inputs/readback (shared).
 func (e *Model) newScratch() (*scratch, []device.Buffer, error) {
 	sc, p, io := e.scratchLayout()
@@ -88,7 +85,7 @@ func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	sc.bb, sc.aa = p.take(s.hv, t), p.take(s.hv, t)
 	sc.q2, sc.kk, sc.vv = p.take(2*s.hq*s.d, t), p.take(s.hkv*s.d, t), p.take(s.hkv*s.d, t)
 	sc.qh, sc.gate, sc.ao = p.take(s.hq*s.d, t), p.take(s.hq*s.d, t), p.take(s.hq*s.d, t)
-	sc.part = p.take(s.hq*(s.d+2), cdiv(e.maxCtx, decodeSplit))
+	sc.part = p.take(s.hq*(s.d+2), decodeMaxSplits(e.maxCtx, s.hkv))
 	sc.ids, sc.wts, sc.sgate = p.take(s.k, t), p.take(s.k, t), p.take(1, t)
 	sc.counts, sc.offsets, sc.cursor, sc.order = p.take(s.e, 1), p.take(s.e+1, 1), p.take(s.e, 1), p.take(s.k, t)
 	st := max(s.inter, s.shared)

@@ -129,13 +129,13 @@ func checkLimits(w *checkpoint.Weights, s *sizes) error {
 		ok   bool
 		what string
 	}{
-		{s.d <= 256, "head_dim <= 256 (attention lanes hold 8 values each)"},
-		{s.dk <= 256 && s.dv <= 256, "linear key/value head dims <= 256"},
-		{s.hk > 0 && s.hv%s.hk == 0 && s.hv/s.hk*s.dv <= 1024, "value heads per key head × value dim <= 1024"},
-		{s.hkv > 0 && s.hq%s.hkv == 0, "query heads a multiple of kv heads"},
+		{s.d <= 256 && s.d%8 == 0, "head_dim <= 256 (attention lanes hold 8 values each), a multiple of 8 (8×8 matrix tiles)"},
+		{s.dk <= 128 && s.dv <= 256, "linear key head dim <= 128 and value head dim <= 256 (deltanet_scan's registers)"},
+		{s.hk > 0 && s.hv%s.hk == 0, "value heads a multiple of key heads"},
+		{s.hkv > 0 && s.hq%s.hkv == 0 && s.hq/s.hkv <= 32, "query heads a multiple of kv heads, at most 32 per kv head (one SIMD group each)"},
 		{s.rot%2 == 0 && s.rot <= s.d, "an even rotary dim within the head"},
 		{s.e <= 1024 && s.k <= 32 && s.k <= s.e, "num_experts <= 1024 and num_experts_per_tok <= min(32, num_experts)"},
-		{s.conv >= 1, "a conv kernel of at least one tap"},
+		{s.conv >= 1 && s.conv <= 8, "a conv kernel of 1 to 8 taps"},
 	}
 	for _, l := range lim {
 		if !l.ok {
