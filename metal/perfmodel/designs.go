@@ -24,8 +24,10 @@ func Designs() map[string]Design {
 			"softmax and top-k"},
 		"moe_gate_up": {0.55, FP32SIMD, 0.5, "qmv-style rows over the 8 routed experts and the shared one"},
 		"moe_down":    {0.55, FP32SIMD, 0.5, "qmv-style rows, weighted sum fused"},
-		"deltanet_scan": {0.5, FP32SIMD, 0.3, "one thread per state column, the fp32 state read and written in " +
-			"device memory each token"},
+		"deltanet_conv": {0.25, FP32SIMD, 0.25, "one thread per channel; at decode ~100 KB over 8,192 threads, " +
+			"launch latency rather than bandwidth (metal/deltanet.go)"},
+		"deltanet_scan": {0.3, FP32SIMD, 0.3, "one SIMD group per 8 value columns, the state slice in registers, " +
+			"read and written once per dispatch; a chain of dependent simd_sums per token (metal/deltanet.go)"},
 		"attn_prep":           {0.4, FP32SIMD, 0.3, "norms, RoPE and the KV append, small grids"},
 		"attn_decode_split":   {0.6, FP32SIMD, 0.3, "one simd_sum per key, split-K over the cache"},
 		"attn_decode_combine": {0.4, FP32SIMD, 0.3, "merges the splits"},

@@ -96,18 +96,22 @@ func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
 func (p *plan) deltanet() []Cost {
 	d, T := p.d, p.T
 	H, C, Vd, Hv, Dk, Dv, K := fl(d.H), fl(d.ConvDim()), fl(d.ValueDim()), fl(d.Hv), fl(d.Dk), fl(d.Dv), fl(d.K)
-	// Thread j of a value head reads column j of S, decays it, forms Sᵀk (2), updates (3) and
-	// contracts with q (2): 7 FLOPs per state element per token.
-	scan := modelVec(Cost{Step: "DeltaNet conv + delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
-		State: 2 * 4 * (Hv*Dk*Dv + (K-1)*C), Act: 4 * T * (C + 2*Vd + 2*Hv),
-		FLOPs: T * (2*C*K + 7*Hv*Dk*Dv + 8*Vd)}, C*K+2*Hv+Dv)
+	// The causal conv + SiLU streams the chunk's qkv in and out and the conv state once (2K FLOPs
+	// per channel and token).
+	conv := modelVec(Cost{Step: "DeltaNet causal conv + SiLU", Kernel: "deltanet_conv", Calls: 1,
+		State: 2 * 4 * (K - 1) * C, Act: 2 * 4 * T * C, FLOPs: T * 2 * C * K}, C*K)
+	// Each SIMD group holds value columns of S in registers: it decays them, forms Sᵀk (2), updates
+	// (3) and contracts with q (2): 7 FLOPs per state element per token.
+	scan := modelVec(Cost{Step: "DeltaNet delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
+		State: 2 * 4 * Hv * Dk * Dv, Act: 4 * T * (C + 2*Vd + 2*Hv),
+		FLOPs: T * (7*Hv*Dk*Dv + 8*Vd)}, 2*Hv+Dv)
 	return []Cost{
 		p.norm("input norm (DeltaNet layers)"),
 		p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false),
 		p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false),
 		p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false),
 		p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false),
-		scan,
+		conv, scan,
 		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true),
 	}
 }
