@@ -156,7 +156,9 @@ func TestMalformedBodies(t *testing.T) {
 // while such bodies hold every read slot, more get 503 at once; /health stays fast throughout.
 func TestBodyTimeoutAndSlots(t *testing.T) {
 	e := servertest.New(t, func(c *server.Config) {
-		c.BodyTimeout = 300 * time.Millisecond
+		// Long enough that both stuck bodies hold their slots before it fires, even under -race on a
+		// loaded 2-core machine; the probe below stops as soon as they do.
+		c.BodyTimeout = 2 * time.Second
 		c.BodyReads = 2
 	})
 	head := "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"pro\r\n"
@@ -173,7 +175,7 @@ func TestBodyTimeoutAndSlots(t *testing.T) {
 		}()
 	}
 	code, body := 0, ""
-	for deadline := time.Now().Add(250 * time.Millisecond); code != 503 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(1500 * time.Millisecond); code != 503 && time.Now().Before(deadline); {
 		code, body = e.Post("/v1/completions", `{"prompt":"Hi","max_tokens":1}`) // 200 until both are in
 	}
 	if code != 503 {
@@ -185,7 +187,7 @@ func TestBodyTimeoutAndSlots(t *testing.T) {
 	}
 	for range 2 {
 		r := <-res
-		if r.code != http.StatusRequestTimeout || r.took > 5*time.Second {
+		if r.code != http.StatusRequestTimeout || r.took > 8*time.Second {
 			t.Fatalf("stuck body: %d after %v", r.code, r.took)
 		}
 	}
