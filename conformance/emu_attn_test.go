@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/lily-engine/lily/metal/budget"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,12 +10,9 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// attnTol: q/k RMSNorm, RoPE and the online softmax in float32 against ref's float64 sums; the
-// split merge rescales partial sums by exp of float32 maxima (seen: 4e-7).
-const attnTol = 4e-6
+const attnTol = budget.Attn // the budget and why: metal/budget
 
-// attnLayerTol: a whole attention layer adds the q/k/v and o projections (matvecTol each) to attnTol.
-const attnLayerTol = 8e-6
+const attnLayerTol = budget.AttnLayer // the budget and why: metal/budget
 
 // attnShape is the geometry of one attention test.
 type attnShape struct{ hq, hkv, d, rot int }

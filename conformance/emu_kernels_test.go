@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/lily-engine/lily/metal/budget"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -53,9 +54,7 @@ func TestEmuKernels(t *testing.T) {
 	}
 }
 
-// matvecTol: the kernels accumulate each dot product in float32 (s·Σq·x + b·Σx per group), ref in
-// float64 over dequantized weights; sums of up to 4,096 terms differ by tens of float32 ulps (seen: 5e-7).
-const matvecTol = 5e-6
+const matvecTol = budget.MatVec // the budget and why: metal/budget
 
 // shapeCase is one random mat-vec / GEMM shape: out and T deliberately not multiples of 8.
 type shapeCase struct{ out, in, t, bits int }
@@ -105,8 +104,7 @@ func testQMVAdd(t *testing.T, k kern) {
 	}
 }
 
-// normTol: the mean of squares is summed in float32 in a different order than ref's float64.
-const normTol = 1e-6
+const normTol = budget.Norm // the budget and why: metal/budget
 
 func testRMSNorm(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(3, 1))
@@ -147,8 +145,7 @@ func testEmbed(t *testing.T, k kern) {
 	}
 }
 
-// eltTol: silu's exp in float32 (the emulator's std::exp) against ref's float64.
-const eltTol = 1e-6
+const eltTol = budget.Elt // the budget and why: metal/budget
 
 func testSwiGLU(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(5, 1))
@@ -188,8 +185,7 @@ func testQMM(t *testing.T, k kern) {
 	}
 }
 
-// lseTol: the kernel sums exp in float32 over up to 5,003 logits; the oracle sums in float64.
-const lseTol = 2e-6
+const lseTol = budget.LSE // the budget and why: metal/budget
 
 func testLogitsTopK(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(7, 1))

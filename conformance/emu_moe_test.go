@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/lily-engine/lily/metal/budget"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,12 +11,9 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// routeTol: router weights are softmax ratios of float32 logits (ref: float64 dots); the shared
-// expert gate is one float32 dot product (seen: 2e-7).
-const routeTol = 2e-6
+const routeTol = budget.Route // the budget and why: metal/budget
 
-// moeTol: a MoE block chains three float32 mat-vecs, silu and a weighted sum of k+1 experts (seen: 3e-7).
-const moeTol = 8e-6
+const moeTol = budget.MoE // the budget and why: metal/budget
 
 // routerTopK runs router_topk for the rows of x: ids and weights [T·k], shared gate logits [T].
 func routerTopK(k kern, m *checkpoint.MoE, x [][]float32, topK int) (ids []int32, wts, sgate []float32) {
