@@ -20,15 +20,14 @@ func TestEmuKernels(t *testing.T) {
 		fn      func(*testing.T, kern)
 		kernels []string // the kernels the subtest checks
 	}{
-		{"qmv", testQMV, []string{"qmv"}},
-		{"qmv_add", testQMVAdd, []string{"qmv_add"}},
+		{"qmv_fast", testQMVFast, []string{"qmv_4", "qmv_8", "qmv_add_4", "qmv_add_8"}},
 		{"rms_norm", testRMSNorm, []string{"rms_norm"}},
 		{"embed", testEmbed, []string{"embed"}},
 		{"swiglu", testSwiGLU, []string{"swiglu"}},
 		{"qmm", testQMM, []string{"qmm"}},
 		{"logits_topk", testLogitsTopK, []string{"logits_topk"}},
-		{"router_topk", testRouterTopK, []string{"router_topk"}},
-		{"router_topk/nan", testRouterNaN, nil},
+		{"router", testRouterTopK, []string{"router_qmv_4", "router_qmv_8", "router_softmax_topk"}},
+		{"router/nan", testRouterNaN, nil},
 		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter"}},
 		{"abi_probe", testABIProbe, []string{"abi_probe"}},
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
@@ -38,7 +37,7 @@ func TestEmuKernels(t *testing.T) {
 		{"layer/attention_decode", testAttentionDecodeLayer, nil},
 		{"layer/attention_prefill", testAttentionPrefillLayer, nil},
 		{"layer/deltanet", testDeltaNetLayer, nil},
-		{"layer/moe_decode", testMoEDecodeLayer, []string{"moe_gate_up", "moe_down"}},
+		{"layer/moe_decode", testMoEDecodeLayer, []string{"moe_gate_up_4", "moe_gate_up_8", "moe_down_4", "moe_down_8"}},
 		{"layer/moe_prefill", testMoEPrefillLayer, []string{"moe_gemm_gate_up", "moe_gemm_down", "moe_combine"}},
 	}
 	untested := libraryKernels(t)
@@ -68,41 +67,6 @@ func randomShapes(rng *rand.Rand, n int) []shapeCase {
 			bits: []int{4, 8}[rng.IntN(2)]})
 	}
 	return cs
-}
-
-func testQMV(t *testing.T, k kern) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	for i, c := range randomShapes(rng, 5) {
-		m := qmat(t, rng, "w", 0, c.out, c.in, c.bits)
-		x := randVec(rng, c.in, 1)
-		want := make([]float32, c.out)
-		if err := ref.MatVec(&m, 0, x, want); err != nil {
-			t.Fatal(err)
-		}
-		bufs := map[int][]byte{3: f32(x), 4: zeros(c.out)}
-		bufs[5] = dims(c.out, c.in, c.bits, bindQShifted(bufs, 0, &m, shiftCases[i%len(shiftCases)]))
-		k.run("qmv", [3]int{ceil(c.out, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
-		near(t, "qmv", unf32(bufs[4]), want, matvecTol)
-	}
-}
-
-func testQMVAdd(t *testing.T, k kern) {
-	rng := rand.New(rand.NewPCG(2, 1))
-	for i, bits := range []int{4, 8} {
-		m := qmat(t, rng, "w", 0, 45, 128, bits)
-		x, y0 := randVec(rng, 128, 1), randVec(rng, 45, 1)
-		want := make([]float32, 45)
-		if err := ref.MatVec(&m, 0, x, want); err != nil {
-			t.Fatal(err)
-		}
-		for i := range want {
-			want[i] += y0[i]
-		}
-		bufs := map[int][]byte{3: f32(x), 4: f32(y0)}
-		bufs[5] = dims(45, 128, bits, bindQShifted(bufs, 0, &m, shiftCases[1+i]))
-		k.run("qmv_add", [3]int{ceil(45, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
-		near(t, "qmv_add", unf32(bufs[4]), want, matvecTol)
-	}
 }
 
 // normTol: the mean of squares is summed in float32 in a different order than ref's float64.

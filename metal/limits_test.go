@@ -11,7 +11,7 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// TestLowPipelineLimits runs the engine on an emulator whose router_topk and logits_topk pipelines
+// TestLowPipelineLimits runs the engine on an emulator whose router_softmax_topk and logits_topk pipelines
 // allow fewer than 1,024 threads (as a Metal pipeline that needs many registers reports): the plans
 // must size those dispatches to the limit (the emulator refuses larger ones, as Metal does), and the
 // logits and top-k must still match ref.
@@ -20,13 +20,13 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Skip("builds the kernel emulator with g++; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := device.NewEmuDeviceOptions(device.EmuOptions{MaxThreads: map[string]int{"router_topk": 64, "logits_topk": 96}})
+	dev, err := device.NewEmuDeviceOptions(device.EmuOptions{MaxThreads: map[string]int{"router_softmax_topk": 64, "logits_topk": 96}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if n, err := dev.MaxThreads("router_topk"); err != nil || n != 64 {
-		t.Fatalf("router_topk limit %d, %v", n, err)
+	if n, err := dev.MaxThreads("router_softmax_topk"); err != nil || n != 64 {
+		t.Fatalf("router_softmax_topk limit %d, %v", n, err)
 	}
 	over := &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
 		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(dims(1, 1))}}

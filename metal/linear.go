@@ -28,14 +28,39 @@ func grid(x, y, z int) [3]int { return [3]int{x, y, z} }
 // idle SIMD groups; the real model's widths reach the limit the kernel headers give.
 func lanes(n, limit int) int { return min(max(cdiv(n, 32), 1)*32, limit) }
 
-// qmv: y [out] = W x [in] (add: y += W x). One SIMD group per row, 8 rows per threadgroup.
+// qmv: y [out] = W x [in] (add: y += W x), on the qmv_fast design (kernels/qmv_fast.metal): 2 SIMD
+// groups of 4 rows per threadgroup, the kernel specialised for the matrix's bit width.
 func qmv(m *qmat, x, y device.Arg, add bool) *device.Dispatch {
-	k := "qmv"
+	k := byBits(m.bits, "qmv_4", "qmv_8")
 	if add {
-		k = "qmv_add"
+		k = byBits(m.bits, "qmv_add_4", "qmv_add_8")
 	}
-	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, 8), 1, 1), Threads: grid(256, 1, 1),
+	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, qmvRows), 1, 1), Threads: grid(qmvThreads, 1, 1),
 		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits, m.sh()))}}
+}
+
+// The qmv_fast threadgroup (QF_SG, QF_ROWS in kernels/qmv_fast.metal): 2 SIMD groups of 4 rows.
+const (
+	qmvRows    = 8
+	qmvThreads = 64
+)
+
+// QMVRoofline is the fraction of the memory roofline the qmv_fast design's kernels (qmv_*,
+// qmv_add_*, router_qmv_*, moe_gate_up_*, moe_down_*) reach on a well-filled dispatch, for the
+// performance model (metal/perfmodel). Public measurement: llama.cpp's Metal q4_0 mat-vec, the same
+// pre-scaled-x mask-and-FMA dequantisation with several rows per SIMD group, read 340-350 GB/s on
+// an M1 Max (400 GB/s), 0.85-0.875 of peak (llama.cpp PR #2248, "metal: minor q4 optimization");
+// MLX's qmv_fast follows the same structure. Taken as 0.8: fp32 activations and 8-row
+// threadgroups over narrow matrices (the DeltaNet b/a projections) lose a little against it.
+const QMVRoofline = 0.8
+
+// byBits is the kernel specialised for a matrix's bit width (4 or 8: checkLimits and the
+// checkpoint reject anything else).
+func byBits(bits int, k4, k8 string) string {
+	if bits == 8 {
+		return k8
+	}
+	return k4
 }
 
 // qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=). One SIMD group per 8×8 output tile.
@@ -67,13 +92,13 @@ func logitsTopK(s *sizes, k int, x, ids, vals, lse device.Arg) *device.Dispatch 
 }
 
 // pipelineLanes sets the threadgroup sizes of the kernels that stride over any number of SIMD groups
-// (router_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
+// (router_softmax_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
 // 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is lower.
 func (s *sizes) pipelineLanes(dev device.Device) error {
 	for _, p := range []struct {
 		kernel string
 		lanes  *int
-	}{{"router_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
+	}{{"router_softmax_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
 		n, err := dev.MaxThreads(p.kernel)
 		if err != nil {
 			return fmt.Errorf("metal: %w", err)

@@ -47,7 +47,7 @@ type sizes struct {
 	hq, hkv, d, rot                   int
 	hk, hv, dk, dv, conv, c           int
 	eps                               float32
-	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
+	routerLanes, topkLanes            int // threadgroup sizes router_softmax_topk and logits_topk may use on the device
 }
 
 // newSizes derives the plans' sizes from c.Dims.
