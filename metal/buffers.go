@@ -56,6 +56,7 @@ type scratch struct {
 	ids, wts, sgate, rlogits           *rows // router: [t, k], [t, k], [t], [t, E]
 	counts, offsets, cursor, order     *rows // expert grouping
 	act, out, sact, su, shared         *rows // MoE
+	tpids, tpvals, tpstat              *rows // logits top-k parts: [parts, k], [parts, k], [parts, 2]
 	tokIDs, cs, logits, top, topv, lse *rows // device.Shared: per-call inputs and readback
 }
 
@@ -92,6 +93,8 @@ func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	sc.act = p.take(1, max((s.k+1)*st, t*s.k*s.inter))
 	sc.out = p.take(s.h, t*s.k)
 	sc.sact, sc.su, sc.shared = p.take(s.shared, t), p.take(s.shared, t), p.take(s.h, t)
+	parts := s.logitParts()
+	sc.tpids, sc.tpvals, sc.tpstat = p.take(e.topK, parts), p.take(e.topK, parts), p.take(2, parts)
 	sc.tokIDs, sc.cs = io.take(1, t), io.take(max(s.rot, 1), t)
 	sc.logits, sc.top, sc.topv, sc.lse = io.take(s.v, 1), io.take(e.topK, 1), io.take(e.topK, 1), io.take(1, 1)
 	return sc, p, io

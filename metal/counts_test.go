@@ -29,7 +29,8 @@ func realPattern(t *testing.T) *checkpoint.Weights {
 
 // Budgets for the real model's decode token (issue 16 measured ~450 dispatches and ~4,100
 // reflective calls before the typed bridge): the encoding must stay within them. The router's
-// mat-vec and its top-k are two dispatches per layer since the qmv_fast router (524 in all).
+// mat-vec and its top-k are two dispatches per layer since the qmv_fast router, and the head's
+// top-k two (525 in all).
 const (
 	maxDecodeDispatches = 530
 	maxDecodeCalls      = 2500
@@ -39,8 +40,8 @@ const (
 
 // TestDecodeMatVecPlan checks the decode token's mat-vec dispatches on the real pattern (4-bit
 // weights, 8-bit router): every projection and the lm_head through qmv_4 / qmv_add_4, per layer one
-// router_qmv_8, one router_softmax_topk, one moe_gate_up_4 and one moe_down_4, and no generic or
-// GEMM kernel.
+// router_qmv_8, one router_softmax_topk, one moe_gate_up_4 and one moe_down_4, the head's split
+// top-k once, and no generic or GEMM kernel.
 func TestDecodeMatVecPlan(t *testing.T) {
 	w := realPattern(t)
 	pc, err := CountPlans(w)
@@ -56,6 +57,8 @@ func TestDecodeMatVecPlan(t *testing.T) {
 		"router_softmax_topk": L,
 		"moe_gate_up_4":       L,
 		"moe_down_4":          L,
+		"logits_topk_part":    1,
+		"logits_topk_merge":   1,
 	}
 	for k, n := range want {
 		if got := pc.Decode.Kernels[k].Dispatches; got != n {

@@ -85,20 +85,57 @@ func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.D
 		Args: []device.Arg{x, *w, y, inline(dims(n, eps))}}
 }
 
-// logitsTopK: ids, vals [k] and lse [1] of x [V].
-func logitsTopK(s *sizes, k int, x, ids, vals, lse device.Arg) *device.Dispatch {
-	return &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(s.v, s.topkLanes), 1, 1),
-		Args: []device.Arg{x, ids, vals, lse, inline(dims(s.v, k))}}
+// logitsTopK: ids, vals [k] and lse [1] of x [V], split over the GPU (kernels/logits_split.metal):
+// logits_topk_part gives each of s.logitParts() threadgroups a chunk of the vocabulary, its lse
+// terms and top k into the scratch's part rows; logits_topk_merge merges them in one threadgroup.
+func logitsTopK(s *sizes, sc *scratch, k int, x, ids, vals, lse device.Arg) []device.Command {
+	parts := s.logitParts()
+	d := inline(dims(s.v, k, logitsPerThread*s.partLanes(), parts))
+	pids := device.Arg{Buf: sc.tpids.buf, Off: sc.tpids.off, Len: 4 * parts * k}
+	pvals := device.Arg{Buf: sc.tpvals.buf, Off: sc.tpvals.off, Len: 4 * parts * k}
+	pstat := sc.tpstat.first(parts)
+	return []device.Command{
+		&device.Dispatch{Kernel: "logits_topk_part", Groups: grid(parts, 1, 1), Threads: grid(s.partLanes(), 1, 1),
+			Args: []device.Arg{x, pids, pvals, pstat, d}},
+		&device.Dispatch{Kernel: "logits_topk_merge", Groups: grid(1, 1, 1), Threads: grid(lanes(parts, s.mergeLanes), 1, 1),
+			Args: []device.Arg{pids, pvals, pstat, ids, vals, lse, d}},
+	}
 }
 
+// logitsPerThread is LT_ELEMS of kernels/logits_split.metal: the logits each logits_topk_part
+// thread holds in registers.
+const logitsPerThread = 16
+
+// maxLogitParts bounds logits_topk_part's threadgroups (logits_topk_merge keeps a head per part in
+// threadgroup memory).
+const maxLogitParts = 1024
+
+// LogitsPartRoofline is the fraction of the memory roofline logits_topk_part reaches, for the
+// performance model: one coalesced pass over the logits (~1 MB) by ~60 threadgroups, then k
+// barrier-separated rounds of register argmax; latency-bound at k = 8, so a third of the
+// bandwidth (the deltanet_scan estimate's reasoning: dependent simd reductions per step).
+const LogitsPartRoofline = 0.3
+
+// LogitsMergeRoofline: one threadgroup over parts·k candidates (~4 KB) in k rounds: launch and
+// barrier latency, a tenth of the roofline (its bytes are negligible).
+const LogitsMergeRoofline = 0.1
+
+// partLanes is logits_topk_part's threadgroup size: 256 threads (4,096 logits per part), fewer
+// where its pipeline allows fewer.
+func (s *sizes) partLanes() int { return min(256, s.topkLanes) }
+
+// logitParts is the number of logits_topk_part threadgroups over the vocabulary.
+func (s *sizes) logitParts() int { return cdiv(s.v, logitsPerThread*s.partLanes()) }
+
 // pipelineLanes sets the threadgroup sizes of the kernels that stride over any number of SIMD groups
-// (router_softmax_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
-// 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is lower.
+// (router_softmax_topk, logits_topk_part, logits_topk_merge) to what their pipelines allow on dev,
+// in whole SIMD groups: up to 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is
+// lower.
 func (s *sizes) pipelineLanes(dev device.Device) error {
 	for _, p := range []struct {
 		kernel string
 		lanes  *int
-	}{{"router_softmax_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
+	}{{"router_softmax_topk", &s.routerLanes}, {"logits_topk_part", &s.topkLanes}, {"logits_topk_merge", &s.mergeLanes}} {
 		n, err := dev.MaxThreads(p.kernel)
 		if err != nil {
 			return fmt.Errorf("metal: %w", err)
@@ -107,6 +144,10 @@ func (s *sizes) pipelineLanes(dev device.Device) error {
 			return fmt.Errorf("metal: %s allows %d threads per threadgroup; it needs at least one SIMD group of 32", p.kernel, n)
 		}
 		*p.lanes = min(n, device.MaxThreadgroup) / 32 * 32
+	}
+	if p := s.logitParts(); p > maxLogitParts {
+		return fmt.Errorf("metal: a vocabulary of %d needs %d logits_topk_part threadgroups of %d threads; the merge takes at most %d",
+			s.v, p, s.partLanes(), maxLogitParts)
 	}
 	return nil
 }

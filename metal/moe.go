@@ -22,7 +22,7 @@ const routeTokensPerGroup = 8
 
 // RouteTopKRoofline is the fraction of the roofline router_softmax_topk reaches, for the
 // performance model: one SIMD group per token over 1 KB of logits and k dependent simd_max /
-// simd_min rounds, a latency-bound kernel (as logits_topk's and deltanet_conv's decode estimate).
+// simd_min rounds, a latency-bound kernel (as deltanet_conv's decode estimate).
 const RouteTopKRoofline = 0.25
 
 // routeTopK: ids, wts [t, k] from logits [t, E]: softmax, top-k, renormalised. One SIMD group per

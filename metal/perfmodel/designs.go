@@ -40,7 +40,10 @@ func Designs() map[string]Design {
 		"attn_prep":           {0.4, FP32SIMD, 0.3, "norms, RoPE and the KV append, small grids"},
 		"attn_decode_split":   {0.6, FP32SIMD, 0.3, "one simd_sum per key, split-K over the cache"},
 		"attn_decode_combine": {0.4, FP32SIMD, 0.3, "merges the splits"},
-		"logits_topk":         {0.5, FP32SIMD, 0.3, "one threadgroup: log-sum-exp and top-k over the vocabulary"},
+		"logits_topk_part": {metal.LogitsPartRoofline, FP32SIMD, metal.LogitsPartRoofline,
+			"a vocabulary chunk of 4,096 per threadgroup in registers: lse terms, then k barrier-separated argmax rounds (metal/linear.go)"},
+		"logits_topk_merge": {metal.LogitsMergeRoofline, FP32SIMD, metal.LogitsMergeRoofline,
+			"one threadgroup merges the chunks' sorted top-k lists in k rounds (metal/linear.go)"},
 		"attn_prefill": {0.5, FP32SIMD, 0.15, "one SIMD group per (head, query), one simd_sum per key: O(N²) " +
 			"scalar work, no tiles"},
 		"qmm": {0.5, FP32SIMD, 0.2, "one SIMD group per 8×8 fp32 simdgroup_matrix tile, K stepped by 8, a " +

@@ -11,7 +11,7 @@ import (
 // mixer's qmv projections, deltanet_scan or attn_prep + attn_decode_split + attn_decode_combine,
 // qmv_add for the output projection, rms_norm, router_qmv, router_softmax_topk, moe_gate_up,
 // moe_down (the mat-vecs specialised per bit width: qmv_4, qmv_8, ...); then the final rms_norm,
-// the lm_head qmv and logits_topk. Prefill (one chunk of T tokens from an empty state):
+// the lm_head qmv and logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state):
 // the same with qmm projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE path
 // (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
 // qmm + swiglu + qmm, moe_combine); logits only for the last token.
@@ -64,7 +64,10 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	if head {
 		last := plan{d: d, T: 1, decode: true}
 		p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
-			Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
+			Cost{Step: "log-sum-exp + top-k per vocabulary chunk", Kernel: "logits_topk_part", Calls: 1,
+				Act: 4 * V, FLOPs: 4 * V},
+			Cost{Step: "merge of the chunks' top-k", Kernel: "logits_topk_merge", Calls: 1,
+				Act: 4 * 2 * logitParts(V) * (headTopK + 1), FLOPs: 4 * logitParts(V)})
 	}
 	for i := range p.out {
 		p.out[i] = perToken(p.out[i], p.T)
@@ -202,3 +205,10 @@ func byBits(bits float64, k4, k8 string) string {
 	}
 	return k4
 }
+
+// headTopK is how many ids the engine's head returns per step (metal's defaultTopK).
+const headTopK = 8
+
+// logitParts is the engine's number of logits_topk_part threadgroups over a vocabulary of V: 4,096
+// logits each (metal/linear.go's logitParts at 256 threads).
+func logitParts(V float64) float64 { return math.Ceil(V / 4096) }
