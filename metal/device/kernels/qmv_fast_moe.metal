@@ -32,7 +32,7 @@ kernel void router_softmax_topk(device const float* logits [[buffer(0)]], device
   float z = 0.0f;
   for (uint i = 0; i < n; i++) z += exp(v[i] - mx);
   z = simd_sum(z);
-  bool flat = mx == -INFINITY;  // no finite logit: the softmax is undefined
+  bool undefined = mx == -INFINITY;  // no finite logit: the softmax is undefined
   float mine = 0.0f, total = 0.0f;
   uint taken = 0u;  // bit i: expert lane + 32i already picked
   for (uint j = 0; j < d.k; j++) {
@@ -45,7 +45,7 @@ kernel void router_softmax_topk(device const float* logits [[buffer(0)]], device
       }
     float m = simd_max(best);
     uint win = simd_min(bi != 0xffffffffu && best == m ? bi : 0xffffffffu);
-    float p = flat ? 1.0f : exp(m - mx) / z;
+    float p = undefined ? 1.0f : exp(m - mx) / z;
     total += p;
     if (lane == j) mine = p;
     if (lane == 0) ids[t * d.k + j] = int(win);
