@@ -19,49 +19,39 @@ func checkABIProbe(c *checker) (string, error) {
 	return "3×5 threadgroups of 7×3 threads, a window at byte 256", device.ABIProbe(c.dev)
 }
 
-// checkQMV: the DeltaNet in_proj_qkv mat-vec, [ConvDim, H], 4-bit.
-func checkQMV(c *checker) (string, error) {
-	out, in := c.cfg.ConvDim(), c.cfg.HiddenSize
-	m, err := c.qmat("in_proj_qkv", 0, out, in, 4)
-	if err != nil {
-		return "", err
+// checkQMVFast returns the check of qmv_<bits> (add: qmv_add_<bits>, with the residual) on a
+// random [out, in] matrix bound at byte shifts sh.
+func checkQMVFast(bits int, add bool, what string, out, in func(*checkpoint.Config) int, sh [3]int) func(*checker) (string, error) {
+	return func(c *checker) (string, error) {
+		kernel := fmt.Sprintf("qmv_%d", bits)
+		if add {
+			kernel = fmt.Sprintf("qmv_add_%d", bits)
+		}
+		o, n := out(c.cfg), in(c.cfg)
+		m, err := c.qmat(what, 0, o, n, bits)
+		if err != nil {
+			return "", err
+		}
+		x, y0 := c.vec(n, 1), c.vec(o, 1)
+		want := make([]float32, o)
+		if err := ref.MatVec(&m, 0, x, want); err != nil {
+			return "", err
+		}
+		y := zeroF32(o)
+		if add {
+			y = f32s(y0)
+			for i := range want {
+				want[i] += y0[i]
+			}
+		}
+		bufs := map[int][]byte{3: f32s(x), 4: y}
+		bufs[5] = packDims(o, n, bits, bindShifted(bufs, 0, &m, sh))
+		if err := c.run(kernel, [3]int{cdiv(o, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
+			return "", err
+		}
+		c.near(kernel, unf32s(bufs[4]), want, budget.MatVec)
+		return fmt.Sprintf("%s [%d, %d] %d-bit, shifts %d/%d/%d", what, o, n, bits, sh[0], sh[1], sh[2]), nil
 	}
-	x := c.vec(in, 1)
-	want := make([]float32, out)
-	if err := ref.MatVec(&m, 0, x, want); err != nil {
-		return "", err
-	}
-	bufs := map[int][]byte{3: f32s(x), 4: zeroF32(out)}
-	bufs[5] = packDims(out, in, 4, bindShifted(bufs, 0, &m, [3]int{1, 2, 3}))
-	if err := c.run("qmv", [3]int{cdiv(out, 8), 1, 1}, [3]int{256, 1, 1}, bufs); err != nil {
-		return "", err
-	}
-	c.near("qmv", unf32s(bufs[4]), want, budget.MatVec)
-	return fmt.Sprintf("[%d, %d] 4-bit, shifts 1/2/3", out, in), nil
-}
-
-// checkQMVAdd: the DeltaNet out_proj with the residual add, [H, ValueDim], 4-bit.
-func checkQMVAdd(c *checker) (string, error) {
-	out, in := c.cfg.HiddenSize, c.cfg.ValueDim()
-	m, err := c.qmat("out_proj", 0, out, in, 4)
-	if err != nil {
-		return "", err
-	}
-	x, y0 := c.vec(in, 1), c.vec(out, 1)
-	want := make([]float32, out)
-	if err := ref.MatVec(&m, 0, x, want); err != nil {
-		return "", err
-	}
-	for i := range want {
-		want[i] += y0[i]
-	}
-	bufs := map[int][]byte{3: f32s(x), 4: f32s(y0)}
-	bufs[5] = packDims(out, in, 4, bindShifted(bufs, 0, &m, [3]int{2, 3, 1}))
-	if err := c.run("qmv_add", [3]int{cdiv(out, 8), 1, 1}, [3]int{256, 1, 1}, bufs); err != nil {
-		return "", err
-	}
-	c.near("qmv_add", unf32s(bufs[4]), want, budget.MatVec)
-	return fmt.Sprintf("[%d, %d] 4-bit, shifts 2/3/1", out, in), nil
 }
 
 // checkQMM: the attention q_proj over a 7-token chunk with the fused residual add, [2·Hq·D, H].
@@ -155,9 +145,11 @@ func checkSwiGLU(c *checker) (string, error) {
 }
 
 // checkLogitsTopK: the top 8 and the log-sum-exp of a vocabulary of logits, with a tie for first
-// place (the lower id must come first), on the threadgroup size the pipeline allows.
+// place in different parts (the lower id must come first), split as the engine splits it:
+// logits_topk_part over parts of 16 logits per thread, logits_topk_merge in one threadgroup, each
+// on the threadgroup size its pipeline allows.
 func checkLogitsTopK(c *checker) (string, error) {
-	const k = 8
+	const k, perThread = 8, 16
 	n := c.cfg.VocabSize
 	x := c.vec(n, 4)
 	top := float32(math.Inf(-1))
@@ -175,22 +167,34 @@ func checkLogitsTopK(c *checker) (string, error) {
 		z += math.Exp(float64(v - x[order[0]]))
 	}
 	lse := float32(float64(x[order[0]]) + math.Log(z))
-	threads, err := c.threads("logits_topk", 1024)
+	partThreads, err := c.threads("logits_topk_part", 256)
 	if err != nil {
 		return "", err
 	}
-	bufs := map[int][]byte{0: f32s(x), 1: zeroF32(k), 2: zeroF32(k), 3: zeroF32(1), 4: packDims(n, k)}
-	if err := c.run("logits_topk", [3]int{1, 1, 1}, [3]int{threads, 1, 1}, bufs); err != nil {
+	chunk := perThread * partThreads
+	parts := cdiv(n, chunk)
+	mergeThreads, err := c.threads("logits_topk_merge", lanes(parts, 1024))
+	if err != nil {
+		return "", err
+	}
+	d := packDims(n, k, chunk, parts)
+	pids, pvals, pstat := zeroF32(parts*k), zeroF32(parts*k), zeroF32(2*parts)
+	if err := c.run("logits_topk_part", [3]int{parts, 1, 1}, [3]int{partThreads, 1, 1},
+		map[int][]byte{0: f32s(x), 1: pids, 2: pvals, 3: pstat, 4: d}); err != nil {
+		return "", err
+	}
+	bufs := map[int][]byte{0: pids, 1: pvals, 2: pstat, 3: zeroF32(k), 4: zeroF32(k), 5: zeroF32(1), 6: d}
+	if err := c.run("logits_topk_merge", [3]int{1, 1, 1}, [3]int{mergeThreads, 1, 1}, bufs); err != nil {
 		return "", err
 	}
 	wantIDs, wantVals := make([]int32, k), make([]float32, k)
 	for j := range k {
 		wantIDs[j], wantVals[j] = int32(order[j]), x[order[j]]
 	}
-	c.exact("logits_topk ids", uni32s(bufs[1]), wantIDs)
-	c.near("logits_topk values", unf32s(bufs[2]), wantVals, 0)
-	c.near("logits_topk lse", unf32s(bufs[3]), []float32{lse}, budget.LSE)
-	return fmt.Sprintf("vocabulary %d, top %d, %d threads", n, k, threads), nil
+	c.exact("logits_topk ids", uni32s(bufs[3]), wantIDs)
+	c.near("logits_topk values", unf32s(bufs[4]), wantVals, 0)
+	c.near("logits_topk lse", unf32s(bufs[5]), []float32{lse}, budget.LSE)
+	return fmt.Sprintf("vocabulary %d, top %d, %d parts of %d threads, merge %d threads", n, k, parts, partThreads, mergeThreads), nil
 }
 
 // routeMargin is the smallest gap between consecutive router logits among a token's top k+1 that
@@ -239,49 +243,58 @@ func route(m *checkpoint.MoE, x []float32, k int) (ids []int32, wts []float32, s
 	return ids, w, sg[0], nil
 }
 
-// checkRouterTopK: the real router (E experts × H, 8-bit as in the MLX checkpoint) and shared
-// expert gate for 3 tokens, misaligned two ways.
-func checkRouterTopK(c *checker) (string, error) {
-	const T = 3
-	e, h, k := c.cfg.NumExperts, c.cfg.HiddenSize, c.cfg.NumExpertsPerTok
-	router, err := c.qmat("router", 0, e, h, 8)
-	if err != nil {
-		return "", err
-	}
-	seg, err := c.qmat("shared_expert_gate", 0, 1, h, 8)
-	if err != nil {
-		return "", err
-	}
-	m := &checkpoint.MoE{Router: router, SharedEG: seg}
-	var x [][]float32
-	var wantIDs []int32
-	var wantW, wantG []float32
-	for range T {
-		xi, err := c.routedInput(&m.Router, k)
+// checkRouter returns the check of router_qmv_<bits> and router_softmax_topk: the real router
+// (E experts × H; 8-bit in the MLX checkpoint) and shared expert gate for 3 tokens, misaligned
+// two ways, then the softmax top-k on the threadgroup size its pipeline allows.
+func checkRouter(bits int) func(*checker) (string, error) {
+	return func(c *checker) (string, error) {
+		const T = 3
+		e, h, k := c.cfg.NumExperts, c.cfg.HiddenSize, c.cfg.NumExpertsPerTok
+		router, err := c.qmat("router", 0, e, h, bits)
 		if err != nil {
 			return "", err
 		}
-		ids, w, g, err := route(m, xi, k)
+		seg, err := c.qmat("shared_expert_gate", 0, 1, h, bits)
 		if err != nil {
 			return "", err
 		}
-		x, wantIDs, wantW, wantG = append(x, xi), append(wantIDs, ids...), append(wantW, w...), append(wantG, g)
+		m := &checkpoint.MoE{Router: router, SharedEG: seg}
+		var x [][]float32
+		var wantIDs []int32
+		var wantW, wantG []float32
+		for range T {
+			xi, err := c.routedInput(&m.Router, k)
+			if err != nil {
+				return "", err
+			}
+			ids, w, g, err := route(m, xi, k)
+			if err != nil {
+				return "", err
+			}
+			x, wantIDs, wantW, wantG = append(x, xi), append(wantIDs, ids...), append(wantW, w...), append(wantG, g)
+		}
+		bufs := map[int][]byte{6: flatRows(x), 7: zeroF32(T * e), 8: zeroF32(T)}
+		rsh := bindShifted(bufs, 0, &m.Router, [3]int{1, 2, 3})
+		gsh := bindShifted(bufs, 3, &m.SharedEG, [3]int{3, 1, 2})
+		bufs[9] = packDims(e, h, rsh, gsh)
+		kernel := fmt.Sprintf("router_qmv_%d", bits)
+		if err := c.run(kernel, [3]int{cdiv(e+1, qmvRows), T, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
+			return "", err
+		}
+		threads, err := c.threads("router_softmax_topk", 1024)
+		if err != nil {
+			return "", err
+		}
+		per := max(1, min(T, threads/32)) // one SIMD group per token
+		top := map[int][]byte{0: bufs[7], 1: zeroF32(T * k), 2: zeroF32(T * k), 3: packDims(e, k, T)}
+		if err := c.run("router_softmax_topk", [3]int{cdiv(T, per), 1, 1}, [3]int{32 * per, 1, 1}, top); err != nil {
+			return "", err
+		}
+		c.exact("router ids", uni32s(top[1]), wantIDs)
+		c.near("router weights", unf32s(top[2]), wantW, budget.Route)
+		c.near("shared gate logit", unf32s(bufs[8]), wantG, budget.Route)
+		return fmt.Sprintf("T=%d, E=%d × H=%d %d-bit, top %d", T, e, h, bits, k), nil
 	}
-	threads, err := c.threads("router_topk", 1024)
-	if err != nil {
-		return "", err
-	}
-	bufs := map[int][]byte{6: flatRows(x), 7: zeroF32(T * k), 8: zeroF32(T * k), 9: zeroF32(T)}
-	rsh := bindShifted(bufs, 0, &m.Router, [3]int{1, 2, 3})
-	gsh := bindShifted(bufs, 3, &m.SharedEG, [3]int{3, 1, 2})
-	bufs[10] = packDims(e, h, k, 8, rsh, gsh)
-	if err := c.run("router_topk", [3]int{T, 1, 1}, [3]int{threads, 1, 1}, bufs); err != nil {
-		return "", err
-	}
-	c.exact("router ids", uni32s(bufs[7]), wantIDs)
-	c.near("router weights", unf32s(bufs[8]), wantW, budget.Route)
-	c.near("shared gate logit", unf32s(bufs[9]), wantG, budget.Route)
-	return fmt.Sprintf("T=%d, E=%d × H=%d 8-bit, top %d, %d threads", T, e, h, k, threads), nil
 }
 
 // checkMoEGrouping: a prefill chunk's T·k expert slots grouped by expert on the GPU (count,

@@ -18,7 +18,7 @@ import (
 const moeStoredExperts = 16
 
 // moeSetup is a MoE block of the real sizes with moeStoredExperts experts, and cfg saying so.
-func (c *checker) moeSetup() (*checkpoint.Config, *checkpoint.MoE, error) {
+func (c *checker) moeSetup(bits int) (*checkpoint.Config, *checkpoint.MoE, error) {
 	cfg := *c.cfg
 	cfg.NumExperts = moeStoredExperts
 	h, e, in, is := cfg.HiddenSize, cfg.NumExperts, cfg.MoEIntermediate, cfg.SharedIntermediate
@@ -28,9 +28,9 @@ func (c *checker) moeSetup() (*checkpoint.Config, *checkpoint.MoE, error) {
 		name              string
 		experts, out, inw int
 		bits              int
-	}{{&m.Router, "router", 0, e, h, 8}, {&m.Gate, "gate", e, in, h, 4}, {&m.Up, "up", e, in, h, 4},
-		{&m.Down, "down", e, h, in, 4}, {&m.SharedGate, "shared_gate", 0, is, h, 4}, {&m.SharedUp, "shared_up", 0, is, h, 4},
-		{&m.SharedDown, "shared_down", 0, h, is, 4}, {&m.SharedEG, "shared_expert_gate", 0, 1, h, 8}} {
+	}{{&m.Router, "router", 0, e, h, 8}, {&m.Gate, "gate", e, in, h, bits}, {&m.Up, "up", e, in, h, bits},
+		{&m.Down, "down", e, h, in, bits}, {&m.SharedGate, "shared_gate", 0, is, h, bits}, {&m.SharedUp, "shared_up", 0, is, h, bits},
+		{&m.SharedDown, "shared_down", 0, h, is, bits}, {&m.SharedEG, "shared_expert_gate", 0, 1, h, 8}} {
 		var err error
 		if *q.dst, err = c.qmat(q.name, q.experts, q.out, q.inw, q.bits); err != nil {
 			return nil, nil, err
@@ -71,47 +71,50 @@ func (c *checker) moeInputs(m *checkpoint.MoE, T, k, h int) (x, h0 [][]float32, 
 	return x, c.rows(T, h, 1), ids, wts, sgate, nil
 }
 
-// checkMoEDecode: one decode step's routed and shared experts (moe_gate_up, moe_down with the
-// residual) from ref's routing, every operand at its own byte shift.
-func checkMoEDecode(c *checker) (string, error) {
-	cfg, m, err := c.moeSetup()
-	if err != nil {
-		return "", err
+// checkMoEDecode returns the check of one decode step's routed and shared experts
+// (moe_gate_up_<bits>, moe_down_<bits> with the residual) from ref's routing, every operand at
+// its own byte shift.
+func checkMoEDecode(bits int) func(*checker) (string, error) {
+	return func(c *checker) (string, error) {
+		cfg, m, err := c.moeSetup(bits)
+		if err != nil {
+			return "", err
+		}
+		h, in, is, k := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok
+		x, h0, ids, wts, sgate, err := c.moeInputs(m, 1, k, h)
+		if err != nil {
+			return "", err
+		}
+		stride := max(in, is)
+		act, hb := zeroF32((k+1)*stride), flatRows(h0)
+		up := map[int][]byte{12: i32s(ids), 13: flatRows(x), 14: act}
+		down := map[int][]byte{6: i32s(ids), 7: f32s(wts), 8: f32s(sgate), 9: act, 10: hb}
+		sh := [][3]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
+		md := packDims(h, in, is, k, bits, stride, bindShifted(up, 0, &m.Gate, sh[0]), bindShifted(up, 3, &m.Up, sh[1]),
+			bindShifted(up, 6, &m.SharedGate, sh[2]), bindShifted(up, 9, &m.SharedUp, sh[3]),
+			bindShifted(down, 0, &m.Down, sh[4]), bindShifted(down, 3, &m.SharedDown, sh[5]))
+		up[15], down[11] = md, md
+		if err := c.run(fmt.Sprintf("moe_gate_up_%d", bits), [3]int{cdiv(stride, qmvRows), k + 1, 1}, [3]int{qmvThreads, 1, 1}, up); err != nil {
+			return "", err
+		}
+		down[9] = up[14]
+		if err := c.run(fmt.Sprintf("moe_down_%d", bits), [3]int{cdiv(h, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, down); err != nil {
+			return "", err
+		}
+		want, err := moeWant(cfg, m, x, h0)
+		if err != nil {
+			return "", err
+		}
+		c.near("moe decode", unf32s(down[10]), want, budget.MoE)
+		return fmt.Sprintf("H=%d, I=%d, Is=%d, top %d of %d stored experts, %d-bit, all operands shifted", h, in, is, k, cfg.NumExperts, bits), nil
 	}
-	h, in, is, k := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok
-	x, h0, ids, wts, sgate, err := c.moeInputs(m, 1, k, h)
-	if err != nil {
-		return "", err
-	}
-	stride := max(in, is)
-	act, hb := zeroF32((k+1)*stride), flatRows(h0)
-	up := map[int][]byte{12: i32s(ids), 13: flatRows(x), 14: act}
-	down := map[int][]byte{6: i32s(ids), 7: f32s(wts), 8: f32s(sgate), 9: act, 10: hb}
-	sh := [][3]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
-	md := packDims(h, in, is, k, 4, stride, bindShifted(up, 0, &m.Gate, sh[0]), bindShifted(up, 3, &m.Up, sh[1]),
-		bindShifted(up, 6, &m.SharedGate, sh[2]), bindShifted(up, 9, &m.SharedUp, sh[3]),
-		bindShifted(down, 0, &m.Down, sh[4]), bindShifted(down, 3, &m.SharedDown, sh[5]))
-	up[15], down[11] = md, md
-	if err := c.run("moe_gate_up", [3]int{cdiv(stride, 8), k + 1, 1}, [3]int{256, 1, 1}, up); err != nil {
-		return "", err
-	}
-	down[9] = up[14]
-	if err := c.run("moe_down", [3]int{cdiv(h, 8), 1, 1}, [3]int{256, 1, 1}, down); err != nil {
-		return "", err
-	}
-	want, err := moeWant(cfg, m, x, h0)
-	if err != nil {
-		return "", err
-	}
-	c.near("moe decode", unf32s(down[10]), want, budget.MoE)
-	return fmt.Sprintf("H=%d, I=%d, Is=%d, top %d of %d stored experts, 4-bit, all operands shifted", h, in, is, k, cfg.NumExperts), nil
 }
 
 // checkMoEPrefill: a 9-token chunk's grouped expert GEMMs (moe_gemm_gate_up, moe_gemm_down) over
 // ref's routing and Go's grouping, then moe_combine with ref's shared expert and the residual.
 func checkMoEPrefill(c *checker) (string, error) {
 	const T = 9
-	cfg, m, err := c.moeSetup()
+	cfg, m, err := c.moeSetup(4)
 	if err != nil {
 		return "", err
 	}

@@ -40,16 +40,20 @@ type KernelResult struct {
 func kernelTable() []KernelCheck {
 	return []KernelCheck{
 		{"abi_probe", []string{"abi_probe"}, 0, checkABIProbe},
-		{"qmv", []string{"qmv"}, budget.MatVec, checkQMV},
-		{"qmv_add", []string{"qmv_add"}, budget.MatVec, checkQMVAdd},
+		{"qmv_4", []string{"qmv_4"}, budget.MatVec, checkQMVFast(4, false, "in_proj_qkv", (*checkpoint.Config).ConvDim, hidden, [3]int{1, 2, 3})},
+		{"qmv_8", []string{"qmv_8"}, budget.MatVec, checkQMVFast(8, false, "in_proj_qkv", (*checkpoint.Config).ConvDim, hidden, [3]int{3, 1, 2})},
+		{"qmv_add_4", []string{"qmv_add_4"}, budget.MatVec, checkQMVFast(4, true, "out_proj", hidden, (*checkpoint.Config).ValueDim, [3]int{2, 3, 1})},
+		{"qmv_add_8", []string{"qmv_add_8"}, budget.MatVec, checkQMVFast(8, true, "out_proj", hidden, (*checkpoint.Config).ValueDim, [3]int{1, 3, 2})},
 		{"qmm", []string{"qmm"}, budget.MatVec, checkQMM},
 		{"rms_norm", []string{"rms_norm"}, budget.Norm, checkRMSNorm},
 		{"embed", []string{"embed"}, 0, checkEmbed},
 		{"swiglu", []string{"swiglu"}, budget.Elt, checkSwiGLU},
-		{"logits_topk", []string{"logits_topk"}, budget.LSE, checkLogitsTopK},
-		{"router_topk", []string{"router_topk"}, budget.Route, checkRouterTopK},
+		{"logits_topk", []string{"logits_topk_part", "logits_topk_merge"}, budget.LSE, checkLogitsTopK},
+		{"router_8", []string{"router_qmv_8", "router_softmax_topk"}, budget.Route, checkRouter(8)},
+		{"router_4", []string{"router_qmv_4", "router_softmax_topk"}, budget.Route, checkRouter(4)},
 		{"moe_grouping", []string{"moe_count", "moe_scan", "moe_scatter"}, 0, checkMoEGrouping},
-		{"moe_decode", []string{"moe_gate_up", "moe_down"}, budget.MoE, checkMoEDecode},
+		{"moe_decode_4", []string{"moe_gate_up_4", "moe_down_4"}, budget.MoE, checkMoEDecode(4)},
+		{"moe_decode_8", []string{"moe_gate_up_8", "moe_down_8"}, budget.MoE, checkMoEDecode(8)},
 		{"moe_prefill", []string{"moe_gemm_gate_up", "moe_gemm_down", "moe_combine"}, budget.MoE, checkMoEPrefill},
 		{"attn_prep", []string{"attn_prep"}, budget.Attn, checkAttnPrep},
 		{"attn_decode", []string{"attn_decode_split", "attn_decode_combine"}, budget.Attn, checkAttnDecode},
@@ -57,6 +61,9 @@ func kernelTable() []KernelCheck {
 		{"deltanet", []string{"deltanet_conv", "deltanet_scan"}, budget.DeltaNet, checkDeltaNet},
 	}
 }
+
+// hidden is the model's width H, for the sizes of table entries.
+func hidden(c *checkpoint.Config) int { return c.HiddenSize }
 
 // RealConfig is the configuration of the real model (synth preset qwen3.6-35b-a3b) as the
 // loader would read it from its config.json.

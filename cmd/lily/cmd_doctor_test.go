@@ -78,7 +78,7 @@ func TestDoctorEmulator(t *testing.T) {
 			t.Errorf("check %s: %q, want PASS", name, seen[name])
 		}
 	}
-	for _, k := range []string{"qmv", "router_topk", "attn_decode", "deltanet", "moe_prefill"} {
+	for _, k := range []string{"qmv_4", "router_8", "attn_decode", "deltanet", "moe_prefill"} {
 		if seen["kernel/"+k] != "PASS" {
 			t.Errorf("check kernel/%s: %q, want PASS", k, seen["kernel/"+k])
 		}

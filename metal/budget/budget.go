@@ -14,7 +14,8 @@ const Norm = 1e-6
 // Elt: silu's exp in float32 (the emulator's std::exp) against ref's float64.
 const Elt = 1e-6
 
-// LSE: logits_topk sums exp in float32 over up to the whole vocabulary; the oracle sums in float64.
+// LSE: the head top-k kernels sum exp in float32 per part, then rescale the parts' sums; the oracle
+// sums in float64 over up to 248,320 logits.
 const LSE = 2e-6
 
 // Route: router weights are softmax ratios of float32 logits (ref: float64 dots); the shared
