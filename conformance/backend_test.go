@@ -21,8 +21,9 @@ type topper interface {
 }
 
 // backendBudget is how closely a backend must follow ref: |Δlogit| relative to the logits' spread
-// per position, and the teacher-forced top-1 agreement and relative perplexity.
-type backendBudget struct{ logit, top1, dPPL float64 }
+// per position, the teacher-forced top-1 agreement and relative perplexity, and each layer's mixer
+// and MoE output relative to the largest value of ref's (checkLayers).
+type backendBudget struct{ logit, top1, dPPL, layer float64 }
 
 // openFunc opens a backend on w with sessions bounded to maxCtx tokens.
 type openFunc func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error)
@@ -55,6 +56,8 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 			t.Fatalf("%s vs ref outside the budget: %+v", name, r)
 		}
 	})
+
+	t.Run("layers", func(t *testing.T) { checkLayers(t, name, mb, rb, bud.layer) })
 
 	t.Run("prefill_greedy_decode_snapshot", func(t *testing.T) {
 		// Prefill, snapshot, then greedy decode step by step against ref; restoring the snapshot
@@ -187,6 +190,7 @@ func checkFixture(t *testing.T, name string, open openFunc, bud backendBudget, f
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLayers(t, name+" on "+fixture, mb, rb, bud.layer)
 	r, err := fidelity.Compare(context.Background(), rb, mb, randomTokens(16, rb.VocabSize(), 12))
 	if err != nil {
 		t.Fatal(err)

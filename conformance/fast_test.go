@@ -22,6 +22,12 @@ import (
 // range per layer on these small models.
 const fastLogitTol = 1e-4
 
+// fastLayerTol bounds each layer's mixer and MoE output against ref's on the same tokens
+// (checkLayers), relative to ref's largest value: float32 kernels against float64 sums, carried
+// through the layers before it; the tiny models measure up to 1.1e-5 (the portable kernels; the
+// SIMD ones 8.8e-6).
+const fastLayerTol = 5e-5
+
 // Budgets of issue 6 for the whole model, teacher-forced against ref: top-1 agreement and relative
 // perplexity (float32 activations may flip a near-tie, never move the distribution measurably).
 const (
@@ -43,7 +49,7 @@ func TestFastBackend(t *testing.T) {
 				// has its own budget (TestFastF16KVCache).
 				return fast.Open(w, fast.Options{MaxContext: maxCtx, Threads: 2, Portable: portable, KVCacheF32: true})
 			}
-			checkBackend(t, name, open, backendBudget{logit: fastLogitTol, top1: fastMinTop1, dPPL: fastMaxDeltaPPL})
+			checkBackend(t, name, open, backendBudget{logit: fastLogitTol, top1: fastMinTop1, dPPL: fastMaxDeltaPPL, layer: fastLayerTol})
 		})
 	}
 }
