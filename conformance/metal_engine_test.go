@@ -30,17 +30,10 @@ const (
 	metalMaxDeltaPPL = 0.005
 )
 
-// metalDims is a tiny model the kernels accept: the kernels are compiled for quantization groups
-// of 64, so every matrix input width is a multiple of 64.
-func metalDims() checkpointtest.Dims {
-	d := checkpointtest.Tiny() // with the kernels' group of 64
-	d.I, d.Is, d.GroupSize = 64, 64, 64
-	return d
-}
-
+// metalCheckpoint is the tiny model the kernels accept (checkpointtest.TinyG64) in layout.
 func metalCheckpoint(t *testing.T, layout string) *checkpoint.Checkpoint {
 	t.Helper()
-	d := metalDims()
+	d := checkpointtest.TinyG64()
 	dir := t.TempDir()
 	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 11); err != nil {
 		t.Fatal(err)
