@@ -32,10 +32,11 @@ func openTest(t *testing.T, layout string) *checkpoint.Checkpoint {
 	return ck
 }
 
-// TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
-// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
-// chunks.
-func TestEngineChunksAndEach(t *testing.T) {
+// emuTestModel is the tiny MLX test checkpoint (openTest) as a Model on a fresh emulator device,
+// with sessions of up to maxCtx tokens and a prefill chunk of 4 (so that short prompts cross
+// chunks); the test skips in -short, and everything is closed at its end.
+func emuTestModel(t *testing.T, maxCtx int) (*checkpoint.Checkpoint, *Model) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
 	}
@@ -44,13 +45,21 @@ func TestEngineChunksAndEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
-	e, err := newModel(ck.Weights, dev, 64)
+	t.Cleanup(func() { dev.Close() })
+	e, err := newModel(ck.Weights, dev, maxCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	e.chunk = 4 // 10 tokens: chunks of 4, 4, 2
+	t.Cleanup(func() { e.Close() })
+	e.chunk = 4
+	return ck, e
+}
+
+// TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
+// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
+// chunks.
+func TestEngineChunksAndEach(t *testing.T) {
+	ck, e := emuTestModel(t, 64) // 10 tokens: chunks of 4, 4, 2
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
