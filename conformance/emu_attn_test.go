@@ -201,9 +201,7 @@ func testAttentionDecodeLayer(t *testing.T, k kern) {
 				6: q, 7: gate, 8: a.kc, 9: a.vc, 10: attnDims(s, pos, 1, pos+1, split)})
 			o := decodeAttend(k, s, q, gate, a.kc, a.vc, pos+1, split)
 			y := f32(h0)
-			bufs := map[int][]byte{3: f32(o), 4: y, 5: dims(h, s.hq*s.d, bits, 0)}
-			bindQ(bufs, 0, &a.w.O)
-			k.run("qmv_add", [3]int{ceil(h, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+			runQMV(k, &a.w.O, o, y, true, shiftCases[0])
 			want, err := ref.GatedAttention(a.cfg, a.w, [][]float32{x}, pos, a.cache)
 			if err != nil {
 				t.Fatal(err)
@@ -252,8 +250,6 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 // qmvRun runs qmv: W [Out, In] · x → [Out] (flat bytes).
 func qmvRun(k kern, m *checkpoint.Matrix, x []float32) []byte {
 	y := zeros(m.Out)
-	bufs := map[int][]byte{3: f32(x), 4: y, 5: dims(m.Out, m.In, m.Bits, 0)}
-	bindQ(bufs, 0, m)
-	k.run("qmv", [3]int{ceil(m.Out, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+	runQMV(k, m, x, y, false, shiftCases[0])
 	return y
 }

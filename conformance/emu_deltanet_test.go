@@ -75,9 +75,7 @@ func runDeltaNet(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, b
 		4: f32(w.ALog), 5: f32(w.DtBias), 6: f32(w.Norm), 7: state, 8: y, 9: d})
 	out := flat(h0)
 	if T == 1 {
-		bufs := map[int][]byte{3: y, 4: out, 5: dims(h, hv*dv, bits, 0)}
-		bindQ(bufs, 0, &w.Out)
-		k.run("qmv_add", [3]int{ceil(h, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+		runQMV(k, &w.Out, unf32(y), out, true, shiftCases[0])
 	} else {
 		bufs := map[int][]byte{3: y, 4: out, 5: dims(T, h, hv*dv, bits, 1, 0)}
 		bindQ(bufs, 0, &w.Out)

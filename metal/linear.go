@@ -28,14 +28,39 @@ func grid(x, y, z int) [3]int { return [3]int{x, y, z} }
 // idle SIMD groups; the real model's widths reach the limit the kernel headers give.
 func lanes(n, limit int) int { return min(max(cdiv(n, 32), 1)*32, limit) }
 
-// qmv: y [out] = W x [in] (add: y += W x). One SIMD group per row, 8 rows per threadgroup.
+// qmv: y [out] = W x [in] (add: y += W x), on the qmv_fast design (kernels/qmv_fast.metal): 2 SIMD
+// groups of 4 rows per threadgroup, the kernel specialised for the matrix's bit width.
 func qmv(m *qmat, x, y device.Arg, add bool) *device.Dispatch {
-	k := "qmv"
+	k := byBits(m.bits, "qmv_4", "qmv_8")
 	if add {
-		k = "qmv_add"
+		k = byBits(m.bits, "qmv_add_4", "qmv_add_8")
 	}
-	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, 8), 1, 1), Threads: grid(256, 1, 1),
+	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, qmvRows), 1, 1), Threads: grid(qmvThreads, 1, 1),
 		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits, m.sh()))}}
+}
+
+// The qmv_fast threadgroup (QF_SG, QF_ROWS in kernels/qmv_fast.metal): 2 SIMD groups of 4 rows.
+const (
+	qmvRows    = 8
+	qmvThreads = 64
+)
+
+// QMVRoofline is the fraction of the memory roofline the qmv_fast design's kernels (qmv_*,
+// qmv_add_*, router_qmv_*, moe_gate_up_*, moe_down_*) reach on a well-filled dispatch, for the
+// performance model (metal/perfmodel). Public measurement: llama.cpp's Metal q4_0 mat-vec, the same
+// pre-scaled-x mask-and-FMA dequantisation with several rows per SIMD group, read 340-350 GB/s on
+// an M1 Max (400 GB/s), 0.85-0.875 of peak (llama.cpp PR #2248, "metal: minor q4 optimization");
+// MLX's qmv_fast follows the same structure. Taken as 0.8: fp32 activations and 8-row
+// threadgroups over narrow matrices (the DeltaNet b/a projections) lose a little against it.
+const QMVRoofline = 0.8
+
+// byBits is the kernel specialised for a matrix's bit width (4 or 8: checkLimits and the
+// checkpoint reject anything else).
+func byBits(bits int, k4, k8 string) string {
+	if bits == 8 {
+		return k8
+	}
+	return k4
 }
 
 // qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=). One SIMD group per 8×8 output tile.
@@ -60,20 +85,57 @@ func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.D
 		Args: []device.Arg{x, *w, y, inline(dims(n, eps))}}
 }
 
-// logitsTopK: ids, vals [k] and lse [1] of x [V].
-func logitsTopK(s *sizes, k int, x, ids, vals, lse device.Arg) *device.Dispatch {
-	return &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(lanes(s.v, s.topkLanes), 1, 1),
-		Args: []device.Arg{x, ids, vals, lse, inline(dims(s.v, k))}}
+// logitsTopK: ids, vals [k] and lse [1] of x [V], split over the GPU (kernels/logits_split.metal):
+// logits_topk_part gives each of s.logitParts() threadgroups a chunk of the vocabulary, its lse
+// terms and top k into the scratch's part rows; logits_topk_merge merges them in one threadgroup.
+func logitsTopK(s *sizes, sc *scratch, k int, x, ids, vals, lse device.Arg) []device.Command {
+	parts := s.logitParts()
+	d := inline(dims(s.v, k, logitsPerThread*s.partLanes(), parts))
+	pids := device.Arg{Buf: sc.tpids.buf, Off: sc.tpids.off, Len: 4 * parts * k}
+	pvals := device.Arg{Buf: sc.tpvals.buf, Off: sc.tpvals.off, Len: 4 * parts * k}
+	pstat := sc.tpstat.first(parts)
+	return []device.Command{
+		&device.Dispatch{Kernel: "logits_topk_part", Groups: grid(parts, 1, 1), Threads: grid(s.partLanes(), 1, 1),
+			Args: []device.Arg{x, pids, pvals, pstat, d}},
+		&device.Dispatch{Kernel: "logits_topk_merge", Groups: grid(1, 1, 1), Threads: grid(lanes(parts, s.mergeLanes), 1, 1),
+			Args: []device.Arg{pids, pvals, pstat, ids, vals, lse, d}},
+	}
 }
 
+// logitsPerThread is LT_ELEMS of kernels/logits_split.metal: the logits each logits_topk_part
+// thread holds in registers.
+const logitsPerThread = 16
+
+// maxLogitParts bounds logits_topk_part's threadgroups (logits_topk_merge keeps a head per part in
+// threadgroup memory).
+const maxLogitParts = 1024
+
+// LogitsPartRoofline is the fraction of the memory roofline logits_topk_part reaches, for the
+// performance model: one coalesced pass over the logits (~1 MB) by ~60 threadgroups, then k
+// barrier-separated rounds of register argmax; latency-bound at k = 8, so a third of the
+// bandwidth (the deltanet_scan estimate's reasoning: dependent simd reductions per step).
+const LogitsPartRoofline = 0.3
+
+// LogitsMergeRoofline: one threadgroup over parts·k candidates (~4 KB) in k rounds: launch and
+// barrier latency, a tenth of the roofline (its bytes are negligible).
+const LogitsMergeRoofline = 0.1
+
+// partLanes is logits_topk_part's threadgroup size: 256 threads (4,096 logits per part), fewer
+// where its pipeline allows fewer.
+func (s *sizes) partLanes() int { return min(256, s.topkLanes) }
+
+// logitParts is the number of logits_topk_part threadgroups over the vocabulary.
+func (s *sizes) logitParts() int { return cdiv(s.v, logitsPerThread*s.partLanes()) }
+
 // pipelineLanes sets the threadgroup sizes of the kernels that stride over any number of SIMD groups
-// (router_topk, logits_topk) to what their pipelines allow on dev, in whole SIMD groups: up to
-// 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is lower.
+// (router_softmax_topk, logits_topk_part, logits_topk_merge) to what their pipelines allow on dev,
+// in whole SIMD groups: up to 1,024, fewer where a pipeline's maxTotalThreadsPerThreadgroup is
+// lower.
 func (s *sizes) pipelineLanes(dev device.Device) error {
 	for _, p := range []struct {
 		kernel string
 		lanes  *int
-	}{{"router_topk", &s.routerLanes}, {"logits_topk", &s.topkLanes}} {
+	}{{"router_softmax_topk", &s.routerLanes}, {"logits_topk_part", &s.topkLanes}, {"logits_topk_merge", &s.mergeLanes}} {
 		n, err := dev.MaxThreads(p.kernel)
 		if err != nil {
 			return fmt.Errorf("metal: %w", err)
@@ -82,6 +144,10 @@ func (s *sizes) pipelineLanes(dev device.Device) error {
 			return fmt.Errorf("metal: %s allows %d threads per threadgroup; it needs at least one SIMD group of 32", p.kernel, n)
 		}
 		*p.lanes = min(n, device.MaxThreadgroup) / 32 * 32
+	}
+	if p := s.logitParts(); p > maxLogitParts {
+		return fmt.Errorf("metal: a vocabulary of %d needs %d logits_topk_part threadgroups of %d threads; the merge takes at most %d",
+			s.v, p, s.partLanes(), maxLogitParts)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ type Model struct {
 	cfg    *checkpoint.Config
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
-	topK   int // how many ids logits_topk returns per step
+	topK   int // how many ids logits_topk_merge returns per step
 
 	w      deviceWeights
 	wbufs  []device.Buffer // wrapped weight memory and the vector arena, freed by Close
@@ -42,12 +42,12 @@ type Model struct {
 // names the plans were written with (newSizes derives them from dims, nowhere else), with the
 // RMSNorm epsilon and the device's lane counts.
 type sizes struct {
-	dims                              checkpoint.Dims
-	h, v, layers, e, k, inter, shared int
-	hq, hkv, d, rot                   int
-	hk, hv, dk, dv, conv, c           int
-	eps                               float32
-	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
+	dims                               checkpoint.Dims
+	h, v, layers, e, k, inter, shared  int
+	hq, hkv, d, rot                    int
+	hk, hv, dk, dv, conv, c            int
+	eps                                float32
+	routerLanes, topkLanes, mergeLanes int // threadgroup sizes router_softmax_topk, logits_topk_part and _merge may use on the device
 }
 
 // newSizes derives the plans' sizes from c.Dims.

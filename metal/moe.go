@@ -7,11 +7,30 @@ import (
 // The MoE block on the device: router, experts (decode mat-vecs, prefill grouped GEMMs) and the
 // combine, and its place in the plans.
 
-// routerTopK: for t tokens x [t, H], ids, wts [t, k] and the shared expert gate logit sgate [t].
-func routerTopK(s *sizes, l *deviceLayer, t int, x, ids, wts, sgate device.Arg) *device.Dispatch {
-	r := l.router
-	return &device.Dispatch{Kernel: "router_topk", Groups: grid(t, 1, 1), Threads: grid(lanes(32*(s.e+1), s.routerLanes), 1, 1),
-		Args: []device.Arg{r.w, r.s, r.b, l.seg.w, l.seg.s, l.seg.b, x, ids, wts, sgate, inline(dims(s.e, s.h, s.k, r.bits, r.sh(), l.seg.sh()))}}
+// routerQMV: for t tokens x [t, H], logits [t, E] = router · x and the shared expert gate logit
+// sgate [t], one qmv_fast mat-vec over E+1 rows (row E is the gate) per token.
+func routerQMV(s *sizes, l *deviceLayer, t int, x, logits, sgate device.Arg) *device.Dispatch {
+	r, g := l.router, l.seg
+	return &device.Dispatch{Kernel: byBits(r.bits, "router_qmv_4", "router_qmv_8"), Groups: grid(cdiv(s.e+1, qmvRows), t, 1),
+		Threads: grid(qmvThreads, 1, 1),
+		Args:    []device.Arg{r.w, r.s, r.b, g.w, g.s, g.b, x, logits, sgate, inline(dims(s.e, s.h, r.sh(), g.sh()))}}
+}
+
+// routeTokensPerGroup bounds the tokens (one SIMD group each) of a router_softmax_topk
+// threadgroup, so a prefill chunk spreads over the GPU's cores.
+const routeTokensPerGroup = 8
+
+// RouteTopKRoofline is the fraction of the roofline router_softmax_topk reaches, for the
+// performance model: one SIMD group per token over 1 KB of logits and k dependent simd_max /
+// simd_min rounds, a latency-bound kernel (as deltanet_conv's decode estimate).
+const RouteTopKRoofline = 0.25
+
+// routeTopK: ids, wts [t, k] from logits [t, E]: softmax, top-k, renormalised. One SIMD group per
+// token, as many per threadgroup as the pipeline allows (routerLanes), at most routeTokensPerGroup.
+func routeTopK(s *sizes, t int, logits, ids, wts device.Arg) *device.Dispatch {
+	per := max(1, min(t, s.routerLanes/32, routeTokensPerGroup))
+	return &device.Dispatch{Kernel: "router_softmax_topk", Groups: grid(cdiv(t, per), 1, 1), Threads: grid(32*per, 1, 1),
+		Args: []device.Arg{logits, ids, wts, inline(dims(s.e, s.k, t))}}
 }
 
 // moeDims is the MoEDims struct of layer l (act rows are max(I, Is) wide).
@@ -21,16 +40,19 @@ func (s *sizes) moeDims(l *deviceLayer, actStride int) []byte {
 }
 
 // moeDecode: act [k+1, max(I,Is)] = the k routed experts' and the shared expert's SwiGLU, then
-// h [H] += Σ wts·down + sigmoid(sgate)·shared down. ids, wts [k]; sgate [1]; x [H].
+// h [H] += Σ wts·down + sigmoid(sgate)·shared down. ids, wts [k]; sgate [1]; x [H]. Both on the
+// qmv_fast design: 8 rows per threadgroup of 64 threads.
 func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate, x, act, h device.Arg) []device.Command {
 	st := max(s.inter, s.shared)
 	d := s.moeDims(l, st)
 	return []device.Command{
-		&device.Dispatch{Kernel: "moe_gate_up", Groups: grid(cdiv(st, 8), s.k+1, 1), Threads: grid(256, 1, 1),
+		&device.Dispatch{Kernel: byBits(l.gate.bits, "moe_gate_up_4", "moe_gate_up_8"), Groups: grid(cdiv(st, qmvRows), s.k+1, 1),
+			Threads: grid(qmvThreads, 1, 1),
 			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, l.sg.w, l.sg.s, l.sg.b,
 				l.su.w, l.su.s, l.su.b, ids, x, act, inline(d)}},
-		&device.Dispatch{Kernel: "moe_down", Groups: grid(cdiv(s.h, 8), 1, 1), Threads: grid(256, 1, 1),
-			Args: []device.Arg{l.down.w, l.down.s, l.down.b, l.sd.w, l.sd.s, l.sd.b, ids, wts, sgate, act, h, inline(d)}},
+		&device.Dispatch{Kernel: byBits(l.down.bits, "moe_down_4", "moe_down_8"), Groups: grid(cdiv(s.h, qmvRows), 1, 1),
+			Threads: grid(qmvThreads, 1, 1),
+			Args:    []device.Arg{l.down.w, l.down.s, l.down.b, l.sd.w, l.sd.s, l.sd.b, ids, wts, sgate, act, h, inline(d)}},
 	}
 }
 
@@ -73,14 +95,21 @@ func moeCombine(s *sizes, l *deviceLayer, t int, out, wts, sgate, shared, y devi
 }
 
 // moePlan is layer i's MoE block for step p on a [t, H] (the post-attention norm of h), added to
-// the residual h [t, H]: the router's top-k, then in decode the k experts' and the shared expert's
+// the residual h [t, H]: the router's logits and shared gate (decode: one router_qmv; prefill: two
+// GEMMs) and their top-k, then in decode the k experts' and the shared expert's
 // mat-vecs with the ids left on the GPU; in prefill the t·k slots grouped by expert on the GPU
 // (moe_count/scan/scatter), grouped GEMMs, the shared expert as GEMMs, and moe_combine.
 func (s *Session) moePlan(p step, i int, a, h device.Arg) []device.Command {
 	e, sz, sc, l := s.e, &s.e.sizes, s.sc, &s.e.w.layers[i]
 	t := p.t
-	ids, wts, sg := sc.ids.first(t), sc.wts.first(t), sc.sgate.first(t)
-	cmds := []device.Command{routerTopK(sz, l, t, a, ids, wts, sg)}
+	ids, wts, sg, rl := sc.ids.first(t), sc.wts.first(t), sc.sgate.first(t), sc.rlogits.first(t)
+	var cmds []device.Command
+	if p.decode {
+		cmds = append(cmds, routerQMV(sz, l, t, a, rl, sg))
+	} else {
+		cmds = append(cmds, qmm(l.router, t, a, rl, false), qmm(l.seg, t, a, sg, false))
+	}
+	cmds = append(cmds, routeTopK(sz, t, rl, ids, wts))
 	if p.decode {
 		stride := max(sz.inter, sz.shared)
 		act := device.Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * (sz.k + 1) * stride}

@@ -37,8 +37,8 @@ func (s *Session) layersPlan(p step) []device.Command {
 func (s *Session) logitsPlan(h device.Arg) []device.Command {
 	e, sz, sc := s.e, &s.e.sizes, s.sc
 	a := sc.a.row(0)
-	return []device.Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false),
-		logitsTopK(sz, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))}
+	return append([]device.Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false)},
+		logitsTopK(sz, sc, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))...)
 }
 
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
@@ -57,9 +57,9 @@ func (s *Session) prefillPlan(t int, all, head bool) []device.Command {
 	}
 	rowsAll := device.Arg{Buf: s.all, Off: 0, Len: 4 * t * sz.v}
 	last := device.Arg{Buf: s.all, Off: 4 * (t - 1) * sz.v, Len: 4 * sz.v}
-	return append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
-		&device.Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v},
-		logitsTopK(sz, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
+	cmds = append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
+		&device.Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v})
+	return append(cmds, logitsTopK(sz, sc, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0))...)
 }
 
 // prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt. Only the

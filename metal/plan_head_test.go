@@ -55,8 +55,8 @@ func TestPrefillHeadOnLastChunk(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		if got := dev.kernels["logits_topk"]; got != c.want {
-			t.Errorf("each %v: logits_topk ran %d times over 3 chunks, want %d", c.each, got, c.want)
+		if got := dev.kernels["logits_topk_merge"]; got != c.want {
+			t.Errorf("each %v: logits_topk_merge ran %d times over 3 chunks, want %d", c.each, got, c.want)
 		}
 		// rms_norm: two per layer per chunk, plus the final norm once per head.
 		if got, want := dev.kernels["rms_norm"], 3*2*e.sizes.layers+c.want; got != want {

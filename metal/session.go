@@ -16,7 +16,7 @@ import (
 // defaultChunk is how many prompt tokens one prefill command buffer processes.
 const defaultChunk = 128
 
-// defaultTopK is how many candidates logits_topk returns per step: a step asking for more reads
+// defaultTopK is how many candidates logits_topk_merge returns per step: a step asking for more reads
 // back the full logits.
 const defaultTopK = 8
 
@@ -109,7 +109,7 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 
 // readback is the one place a step's results leave the GPU: the top-k and the log-sum-exp of the
 // last position, and its full logits only when o asks for them or for more candidates than
-// logits_topk returns. (Prefill's each callback, prompt scoring, reads every position's logits in
+// logits_topk_merge returns. (Prefill's each callback, prompt scoring, reads every position's logits in
 // prefillChunk.)
 func (s *Session) readback(o engine.StepOptions) (engine.StepResult, error) {
 	sc, dev := s.sc, s.e.dev

@@ -61,13 +61,13 @@ func TestHonestRequiresTheSameKernels(t *testing.T) {
 		t.Error("a plan kernel the cost table does not price: no error")
 	}
 	fewer := fakePlan(cs)
-	delete(fewer.Kernels, "router_topk")
+	delete(fewer.Kernels, "router_softmax_topk")
 	h.Plans.Decode = fewer
 	if _, err := h.Decode(256); err == nil {
 		t.Error("a priced kernel the plan does not dispatch: no error")
 	}
 	h.Plans.Decode = pc
-	delete(h.Designs, "qmv")
+	delete(h.Designs, "qmv_4")
 	if _, err := h.Decode(256); err == nil {
 		t.Error("a kernel without a design: no error")
 	}

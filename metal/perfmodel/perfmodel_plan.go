@@ -9,9 +9,10 @@ import (
 
 // The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
 // mixer's qmv projections, deltanet_scan or attn_prep + attn_decode_split + attn_decode_combine,
-// qmv_add for the output projection, rms_norm, router_topk, moe_gate_up, moe_down; then the final
-// rms_norm, the lm_head qmv and logits_topk. Prefill (one chunk of T tokens from an empty state):
-// the same with qmm projections, deltanet_scan over T, attn_prefill, and the grouped MoE path
+// qmv_add for the output projection, rms_norm, router_qmv, router_softmax_topk, moe_gate_up,
+// moe_down (the mat-vecs specialised per bit width: qmv_4, qmv_8, ...); then the final rms_norm,
+// the lm_head qmv and logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state):
+// the same with qmm projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE path
 // (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
 // qmm + swiglu + qmm, moe_combine); logits only for the last token.
 
@@ -63,7 +64,10 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	if head {
 		last := plan{d: d, T: 1, decode: true}
 		p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
-			Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
+			Cost{Step: "log-sum-exp + top-k per vocabulary chunk", Kernel: "logits_topk_part", Calls: 1,
+				Act: 4 * V, FLOPs: 4 * V},
+			Cost{Step: "merge of the chunks' top-k", Kernel: "logits_topk_merge", Calls: 1,
+				Act: 4 * 2 * logitParts(V) * (headTopK + 1), FLOPs: 4 * logitParts(V)})
 	}
 	for i := range p.out {
 		p.out[i] = perToken(p.out[i], p.T)
@@ -80,9 +84,9 @@ func (p *plan) norm(step string) Cost {
 func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
 	k := "qmm"
 	if p.decode {
-		k = "qmv"
+		k = byBits(bits, "qmv_4", "qmv_8")
 		if add {
-			k = "qmv_add"
+			k = byBits(bits, "qmv_add_4", "qmv_add_8")
 		}
 	}
 	c := Cost{Step: step, Kernel: k, Calls: 1, Weights: p.d.mat(out, in, bits), Act: 4 * p.T * (in + out),
@@ -152,16 +156,25 @@ func (p *plan) attention() []Cost {
 func (p *plan) moe() []Cost {
 	d, T := p.d, p.T
 	H, E, TopK, I, Is := fl(d.H), fl(d.E), fl(d.TopK), fl(d.I), fl(d.Is)
-	router := Cost{Step: "router softmax top-k + shared gate", Kernel: "router_topk", Calls: 1,
-		Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits),
-		Act:     4 * T * (H + 2*TopK + 1), FLOPs: T * (2*(E+1)*H + 5*E)}
-	cs := []Cost{p.norm("post-attention norm"), router}
+	// The router's logits and the shared expert's gate logit: one qmv_fast mat-vec over E+1 rows in
+	// decode, two GEMMs in prefill; then the softmax top-k over the logits.
+	cs := []Cost{p.norm("post-attention norm")}
 	if p.decode {
+		cs = append(cs, Cost{Step: "router + shared gate logits", Kernel: byBits(d.routerBits, "router_qmv_4", "router_qmv_8"),
+			Calls: 1, Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits), Act: 4 * (H + E + 1),
+			FLOPs: 2 * (E + 1) * H})
+	} else {
+		cs = append(cs, p.linear("router logits", E, H, d.routerBits, false), p.linear("shared expert gate logit", 1, H, d.routerBits, false))
+	}
+	cs = append(cs, Cost{Step: "router softmax, top-k, renormalise", Kernel: "router_softmax_topk", Calls: 1,
+		Act: 4 * T * (E + 2*TopK), FLOPs: T * 5 * E})
+	if p.decode {
+		gu, dn := byBits(d.bits, "moe_gate_up_4", "moe_gate_up_8"), byBits(d.bits, "moe_down_4", "moe_down_8")
 		return append(cs,
-			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: "moe_gate_up", Calls: 1,
+			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: gu, Calls: 1,
 				Weights: 2*TopK*d.mat(I, H, d.bits) + 2*d.mat(Is, H, d.bits),
 				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)},
-			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: "moe_down", Calls: 1,
+			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: dn, Calls: 1,
 				Weights: TopK*d.mat(H, I, d.bits) + d.mat(H, Is, d.bits),
 				Act:     4*(TopK*I+Is+2*TopK+1) + 8*H, FLOPs: 2 * H * (TopK*I + Is)})
 	}
@@ -184,3 +197,18 @@ func (p *plan) moe() []Cost {
 		Cost{Step: "weighted sum, shared gate, residual", Kernel: "moe_combine", Calls: 1,
 			Act: 4*T*(TopK*H+H+TopK+1) + 8*T*H, FLOPs: T * H * (2*TopK + 6)})
 }
+
+// byBits is the kernel specialised for a bit width (4 or 8), as metal's plans name it.
+func byBits(bits float64, k4, k8 string) string {
+	if bits == 8 {
+		return k8
+	}
+	return k4
+}
+
+// headTopK is how many ids the engine's head returns per step (metal's defaultTopK).
+const headTopK = 8
+
+// logitParts is the engine's number of logits_topk_part threadgroups over a vocabulary of V: 4,096
+// logits each (metal/linear.go's logitParts at 256 threads).
+func logitParts(V float64) float64 { return math.Ceil(V / 4096) }
