@@ -131,6 +131,9 @@ func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, top
 	}
 	e := engine.New(b)
 	defer e.Close()
+	if err := e.Check(r, 0); err != nil {
+		return nil, err
+	}
 	_, err := e.Generate(ctx, r, func(st engine.Step) error {
 		if st.Token == nil {
 			return nil
