@@ -65,7 +65,7 @@ func TestDecodeMatVecPlan(t *testing.T) {
 			t.Errorf("%s: %d dispatches per decode token, want %d", k, got, n)
 		}
 	}
-	for _, k := range []string{"qmm", "qmv_8", "qmv_add_8", "moe_gate_up_8", "moe_down_8", "router_qmv_4"} {
+	for _, k := range []string{"qmm_t32", "qmv_8", "qmv_add_8", "moe_gate_up_8", "moe_down_8", "router_qmv_4"} {
 		if n := pc.Decode.Kernels[k].Dispatches; n != 0 {
 			t.Errorf("%s: %d dispatches in a decode token of a 4-bit model with an 8-bit router", k, n)
 		}
