@@ -12,7 +12,7 @@ import (
 // quantization, at tiny widths: the plans' dispatches and messages are the real model's.
 func realPattern(t *testing.T) *checkpoint.Weights {
 	t.Helper()
-	d := testDims()
+	d := checkpointtest.TinyG64()
 	r := checkpointtest.Real()
 	d.LayerTypes, d.Bits, d.GroupSize, d.GateBits = r.LayerTypes, r.Bits, r.GroupSize, r.GateBits
 	dir := t.TempDir()

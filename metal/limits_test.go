@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
@@ -51,7 +52,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	}
 	defer ms.Close()
 	ctx := context.Background()
-	p := toks(5, 256, 9)
+	p := enginetest.RandomTokens(5, 256, 9)
 	want, err := engine.Logits(rm.NewSession().Prefill(ctx, p, engine.StepOptions{Full: true}, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := relDiff(want, got); d > logitTol {
+	if d := enginetest.SpreadDiff(want, got); d > logitTol {
 		t.Fatalf("logits differ by %g of their range", d)
 	}
 	top, err := ms.readback(engine.StepOptions{TopK: e.topK}) // the GPU's top-k of the same step

@@ -29,8 +29,7 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 	backend := fs.String("backend", "fast", "backend under test: fast, metal or metal-emu (the fast backend on that device)")
 	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: cpu, or what --backend names)")
 	against := fs.String("against", "ref", "the oracle: ref")
-	prompt := fs.String("prompt", "", "prompt text")
-	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
+	prompt := addPromptFlags(fs)
 	decode := fs.Int("decode", 4, "teacher-forced decode steps after the prefill (the reference's greedy tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (every point at every position)")
 	dump := fs.String("dump", "", "write both backends' intermediates to DIR/<backend>.safetensors")
@@ -67,13 +66,14 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 	default:
 		return usageErr("unknown --backend %q (want fast, metal or metal-emu)", *backend)
 	}
+	promptErr := prompt.check()
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected arguments %q", fs.Args())
 	case *against != "ref":
 		return usageErr("--against must be ref, the oracle (got %q)", *against)
-	case fs.Changed("prompt") == fs.Changed("prompt-ids"):
-		return usageErr("give exactly one of --prompt and --prompt-ids")
+	case promptErr != nil:
+		return usageErr("%v", promptErr)
 	case *decode < 0:
 		return usageErr("--decode must be ≥ 0")
 	}
@@ -83,13 +83,6 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "lily diff: %v\n", err)
 		return 1
-	}
-	var ids []int32
-	var err error
-	if fs.Changed("prompt-ids") {
-		if ids, err = parseIDs(*idsFlag); err != nil {
-			return usageErr("--prompt-ids: %v", err)
-		}
 	}
 	// The kernels are what diff checks: fast's fp16 KV cache rounds K and V by 2^-11, which the
 	// DeltaNet layers after an attention layer amplify past the first-order budgets; its own
@@ -105,10 +98,9 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 		return fail(err)
 	}
 	defer oracle.Close()
-	if !fs.Changed("prompt-ids") {
-		if ids, err = encodePrompt(l.dir, *prompt, false); err != nil {
-			return fail(err)
-		}
+	ids, err := prompt.tokens(l.dir, false)
+	if err != nil {
+		return fail(err)
 	}
 	got := l.backend
 	if wrap != nil {

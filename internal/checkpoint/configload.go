@@ -271,19 +271,9 @@ func parseRope(c *Config, text object) error {
 	return nil
 }
 
-// checkHeads checks that attention and DeltaNet heads group evenly and top-k fits.
-func checkHeads(c *Config) error {
-	switch {
-	case c.NumHeads%c.NumKVHeads != 0:
-		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
-	case c.LinearNumValueHeads%c.LinearNumKeyHeads != 0:
-		return fmt.Errorf("linear_num_value_heads %d is not a multiple of linear_num_key_heads %d",
-			c.LinearNumValueHeads, c.LinearNumKeyHeads)
-	case c.NumExpertsPerTok > c.NumExperts:
-		return fmt.Errorf("num_experts_per_tok %d exceeds num_experts %d", c.NumExpertsPerTok, c.NumExperts)
-	}
-	return nil
-}
+// checkHeads checks that attention and DeltaNet heads group evenly and top-k fits
+// (Dims.CheckGroups).
+func checkHeads(c *Config) error { return c.Dims().CheckGroups() }
 
 // genError marks an error in generation_config.json.
 type genError struct{ err error }

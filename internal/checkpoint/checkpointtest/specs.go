@@ -25,6 +25,14 @@ func Tiny() Dims {
 		Bits: 4, GroupSize: 32, GateBits: 8}
 }
 
+// TinyG64 is Tiny with the real quantization group of 64, which the fast/cpu and Metal kernels
+// are compiled for: every matrix input width (the expert widths included) a multiple of 64.
+func TinyG64() Dims {
+	d := Tiny()
+	d.I, d.Is, d.GroupSize = 64, 64, 64
+	return d
+}
+
 // Real is Qwen3.6-35B-A3B as published (model.md §1) with the mlx-community 4-bit settings.
 func Real() Dims {
 	return Dims{Dims: tensortable.Dims{H: 2048, LayerTypes: tensortable.Interleaved(40, 4), Vocab: 248320,
