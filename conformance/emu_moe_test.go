@@ -252,8 +252,9 @@ func testMoEDecodeLayer(t *testing.T, k kern) {
 // testMoEPrefillLayer: the router per token, GPU grouping, the tile32 expert GEMMs over the work
 // list, the shared expert through qmm_t32 + swiglu, and moe_combine vs ref.MoEBlock per token.
 // Cases: most experts empty and some with one slot (E = 64 ≫ T·k = 12); ~10 slots per expert at
-// 8 bits; 40 slots per expert (more than one 32-slot tile, the second partial) at 4 bits; the real
-// widths (H 2,048, I 512) with tails of slots per expert.
+// 8 bits; 40 slots per expert (more than one 32-slot tile, the second partial) at 4 bits; 70 slots
+// on each of 2 experts (three tiles, the third partial) at 8 bits; the real widths (H 2,048, I 512)
+// with tails of slots per expert.
 func testMoEPrefillLayer(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(14, 1))
 	real := smallConfig(6, 2)
@@ -262,7 +263,7 @@ func testMoEPrefillLayer(t *testing.T, k kern) {
 	for _, c := range []struct {
 		cfg     *checkpoint.Config
 		T, bits int
-	}{{smallConfig(64, 4), 3, 4}, {smallConfig(8, 4), 21, 8}, {smallConfig(3, 2), 60, 4}, {real, 37, 4}} {
+	}{{smallConfig(64, 4), 3, 4}, {smallConfig(8, 4), 21, 8}, {smallConfig(3, 2), 60, 4}, {smallConfig(2, 2), 70, 8}, {real, 37, 4}} {
 		cfg := c.cfg
 		m := smallMoE(t, rng, cfg, c.bits)
 		h, in, is, T, topK, ne := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, c.T, cfg.NumExpertsPerTok, cfg.NumExperts
