@@ -95,8 +95,10 @@ const GEMMTile32Rate = 0.5
 const MoEGEMMTile32Rate = 0.35
 
 // GEMMTile32Mem is the fraction of the memory roofline the tile32 kernels reach when a GEMM is
-// bandwidth-bound (few tokens per expert): each weight word is read once per 32-token tile, with
-// one packed word per thread per step, coalesced per row.
+// bandwidth-bound (few tokens per expert). No public measurement of this design in that regime
+// exists; estimated from QMVRoofline's (llama.cpp's q4 mat-vec at 0.85-0.875 of peak, the same
+// coalesced packed-word reads per lane) less the stall of two threadgroup barriers per 32-wide K
+// step, in which no loads are in flight: 0.6. A Mac run of `lily bench` replaces it.
 const GEMMTile32Mem = 0.6
 
 // embed: out [t, H] = rows ids [t] of the quantized table.
