@@ -84,9 +84,10 @@ const (
 // GEMMTile32Rate is the fraction of the compute rate its operands use (fp32 simdgroup_matrix) the
 // tile32 qmm_t32 reaches on a well-filled dispatch, for the performance model (metal/perfmodel).
 // Public measurement: MLX's dense quantized_matmul (qmm_t, the same 32×32×32 tile over 4 SIMD
-// groups, dequantised into threadgroup memory) ran 20.5 TFLOPS on an M3 Ultra (mlx issue #4246),
-// about 0.7 of that chip's fp16 simdgroup_matrix peak. Taken as 0.5 here: fp32 operands stage
-// twice the threadgroup bytes per step, and lily's loop has no double buffering.
+// groups, dequantised into threadgroup memory) ran 20.5 TFLOPS on an M3 Ultra of 512 GB (mlx
+// issue #4246; that model has the 80-core GPU). The issue states no peak: by perfmodel's M3 Max
+// arithmetic (14 TFLOPS for 40 cores) the chip has ~28, so ~0.7 of it. Taken as 0.5 here: fp32
+// operands stage twice the threadgroup bytes per step, and lily's loop has no double buffering.
 const GEMMTile32Rate = 0.5
 
 // MoEGEMMTile32Rate is the same for moe_gemm_t32_gate_up / _down: in the same measurement MLX's
