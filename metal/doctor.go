@@ -51,7 +51,7 @@ func (d *planDevice) Run(cmds []device.Command) error {
 // pipeline limits size the adaptive kernels. Nothing runs and nothing is uploaded.
 func ThreadNeeds(w *checkpoint.Weights, dev device.Device) (map[string]int, error) {
 	pd := &planDevice{of: dev, threads: map[string]int{}}
-	e, err := newModel(w, pd, defaultChunk+1)
+	e, err := newModel(w, pd, minChunk+1)
 	if err != nil {
 		return nil, err
 	}

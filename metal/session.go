@@ -13,9 +13,6 @@ import (
 	"github.com/lily-engine/lily/metal/device"
 )
 
-// defaultChunk is how many prompt tokens one prefill command buffer processes.
-const defaultChunk = 128
-
 // defaultTopK is how many candidates logits_topk_merge returns per step: a step asking for more reads
 // back the full logits.
 const defaultTopK = 8
