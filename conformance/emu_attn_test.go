@@ -230,7 +230,7 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 		y := flat(h0)
 		bufs := map[int][]byte{3: o, 4: y, 5: dims(T, h, s.hq*s.d, c.bits, 1, 0)}
 		bindQ(bufs, 0, &a.w.O)
-		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+		k.run("qmm_t32", [3]int{ceil(h, gemmTile), ceil(T, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
 		want, err := ref.GatedAttention(a.cfg, a.w, x, c.prefix, a.cache)
 		if err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ func runDeltaNet(t *testing.T, k kern, rng *rand.Rand, cfg *checkpoint.Config, b
 	} else {
 		bufs := map[int][]byte{3: y, 4: out, 5: dims(T, h, hv*dv, bits, 1, 0)}
 		bindQ(bufs, 0, &w.Out)
-		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+		k.run("qmm_t32", [3]int{ceil(h, gemmTile), ceil(T, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
 	}
 
 	want, err := ref.GatedDeltaNet(cfg, w, x, st, T > 1)

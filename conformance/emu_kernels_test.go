@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -23,11 +24,11 @@ func TestEmuKernels(t *testing.T) {
 		{"rms_norm", testRMSNorm, []string{"rms_norm"}},
 		{"embed", testEmbed, []string{"embed"}},
 		{"swiglu", testSwiGLU, []string{"swiglu"}},
-		{"qmm", testQMM, []string{"qmm"}},
+		{"qmm_t32", testQMM, []string{"qmm_t32"}},
 		{"logits_topk", testLogitsTopK, []string{"logits_topk_part", "logits_topk_merge"}},
 		{"router", testRouterTopK, []string{"router_qmv_4", "router_qmv_8", "router_softmax_topk"}},
 		{"router/nan", testRouterNaN, nil},
-		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter"}},
+		{"moe_grouping", testMoEGrouping, []string{"moe_count", "moe_scan", "moe_scatter", "moe_tiles"}},
 		{"abi_probe", testABIProbe, []string{"abi_probe"}},
 		{"attn_prep", testAttnPrep, []string{"attn_prep"}},
 		{"attn_decode", testAttnDecode, []string{"attn_decode_split", "attn_decode_combine"}},
@@ -37,7 +38,7 @@ func TestEmuKernels(t *testing.T) {
 		{"layer/attention_prefill", testAttentionPrefillLayer, nil},
 		{"layer/deltanet", testDeltaNetLayer, nil},
 		{"layer/moe_decode", testMoEDecodeLayer, []string{"moe_gate_up_4", "moe_gate_up_8", "moe_down_4", "moe_down_8"}},
-		{"layer/moe_prefill", testMoEPrefillLayer, []string{"moe_gemm_gate_up", "moe_gemm_down", "moe_combine"}},
+		{"layer/moe_prefill", testMoEPrefillLayer, []string{"moe_gemm_t32_gate_up", "moe_gemm_t32_down", "moe_combine"}},
 	}
 	untested := libraryKernels(t)
 	for _, c := range cases {
@@ -122,9 +123,15 @@ func testSwiGLU(t *testing.T, k kern) {
 	near(t, "swiglu", unf32(bufs[0]), want, eltTol)
 }
 
+// testQMM: qmm_t32 vs ref.Linear on random shapes (rows and tokens not multiples of the 32 tile,
+// K a multiple of 64 but not of every step count), then real widths with tails: the DeltaNet
+// out_proj (2,048 × 4,096) over 45 tokens, and 8-bit 100 × 2,048 over 33 tokens (one token past
+// a tile).
 func testQMM(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(6, 1))
-	for i, c := range randomShapes(rng, 4) {
+	cases := append(randomShapes(rng, 4), shapeCase{out: 2048, in: 4096, t: 45, bits: 4}, shapeCase{out: 100, in: 2048, t: 33, bits: 8},
+		shapeCase{out: 70, in: 64, t: 64, bits: 4})
+	for i, c := range cases {
 		m := qmat(t, rng, "w", 0, c.out, c.in, c.bits)
 		x := randRows(rng, c.t, c.in, 1)
 		want, err := ref.Linear(&m, 0, x)
@@ -142,7 +149,11 @@ func testQMM(t *testing.T, k kern) {
 		}
 		bufs := map[int][]byte{3: flat(x), 4: flat(y0)}
 		bufs[5] = dims(c.t, c.out, c.in, c.bits, add, bindQShifted(bufs, 0, &m, shiftCases[i%len(shiftCases)]))
-		k.run("qmm", [3]int{ceil(c.out, 8), ceil(c.t, 8), 1}, [3]int{32, 1, 1}, bufs)
-		nearRows(t, "qmm", rowsOf(bufs[4], c.out), want, matvecTol)
+		k.run("qmm_t32", [3]int{ceil(c.out, gemmTile), ceil(c.t, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
+		nearRows(t, fmt.Sprintf("qmm_t32 %d×%d T=%d %d-bit", c.out, c.in, c.t, c.bits), rowsOf(bufs[4], c.out), want, gemmTol)
 	}
 }
+
+// gemmTol: qmm_t32 accumulates in float32 in 8-wide fragments (dequantised weights times fp32
+// activations), ref in float64; as the mat-vecs, tens of float32 ulps on sums of up to 4,096 terms.
+const gemmTol = matvecTol

@@ -124,11 +124,12 @@ func testRouterNaN(t *testing.T, k kern) {
 	}
 }
 
-// group runs moe_count, moe_scan and moe_scatter on ids: offsets [E+1] and order [len(ids)].
-func group(k kern, ids []int32, experts int) (offsets, order []int32) {
+// group runs moe_count, moe_scan, moe_scatter and moe_tiles on ids: offsets [E+1], order
+// [len(ids)] and the tile32 work list's prefix tiles [E+1].
+func group(k kern, ids []int32, experts int) (offsets, order, tiles []int32) {
 	n := len(ids)
 	gd := dims(n, experts)
-	counts, offs, cursor, ord := zeros(experts), zeros(experts+1), zeros(experts), zeros(n)
+	counts, offs, cursor, ord, tl := zeros(experts), zeros(experts+1), zeros(experts), zeros(n), zeros(experts+1)
 	k.run("moe_count", [3]int{ceil(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32(ids), 1: counts, 2: gd})
 	k.run("moe_scan", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, map[int][]byte{0: counts, 1: offs, 2: cursor, 3: gd})
 	// The order within an expert is whatever the atomics give: compared sorted per expert.
@@ -141,8 +142,16 @@ func group(k kern, ids []int32, experts int) (offsets, order []int32) {
 			}
 			copy(b[2], i32(o))
 		})
-	return offsets, uni32(ord)
+	k.run("moe_tiles", [3]int{1, 1, 1}, [3]int{1024, 1, 1}, map[int][]byte{0: offs, 1: tl, 2: gd})
+	return offsets, uni32(ord), uni32(tl)
 }
+
+// gemmTile is the tile32 design's tile edge (T32_BM in kernels/gemm_tile32.metal).
+const gemmTile = 32
+
+// tileBound is the host's bound on the work list's length (metal.moeTileBound): the expert GEMMs'
+// grid y.
+func tileBound(n, e int) int { return ceil(n, gemmTile) + min(e, n) }
 
 func testMoEGrouping(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(12, 1))
@@ -151,8 +160,8 @@ func testMoEGrouping(t *testing.T, k kern) {
 		for i := range ids {
 			ids[i] = int32(rng.IntN(c.e))
 		}
-		offsets, order := group(k, ids, c.e)
-		at := 0
+		offsets, order, tiles := group(k, ids, c.e)
+		at, tl := 0, 0
 		for e := 0; e < c.e; e++ {
 			var want []int32
 			for i, id := range ids {
@@ -168,7 +177,13 @@ func testMoEGrouping(t *testing.T, k kern) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("n=%d E=%d: expert %d holds slots %v, want %v", c.n, c.e, e, got, want)
 			}
-			at += len(want)
+			if int(tiles[e]) != tl {
+				t.Fatalf("n=%d E=%d: tiles[%d] = %d, want %d", c.n, c.e, e, tiles[e], tl)
+			}
+			at, tl = at+len(want), tl+ceil(len(want), gemmTile)
+		}
+		if int(tiles[c.e]) != tl || tl > tileBound(c.n, c.e) {
+			t.Fatalf("n=%d E=%d: tiles[E] = %d, want %d (bound %d)", c.n, c.e, tiles[c.e], tl, tileBound(c.n, c.e))
 		}
 		if int(offsets[c.e]) != c.n {
 			t.Fatalf("n=%d E=%d: offsets[E] = %d", c.n, c.e, offsets[c.e])
@@ -232,49 +247,66 @@ func testMoEDecodeLayer(t *testing.T, k kern) {
 	}
 }
 
-// testMoEPrefillLayer: the router per token, GPU grouping, grouped GEMMs, the shared expert
-// through qmm + swiglu, and moe_combine vs ref.MoEBlock per token. The first case leaves most
-// experts empty (E = 64 ≫ T·k = 12); the second gives experts more slots than one 8-row tile.
+// testMoEPrefillLayer: the router per token, GPU grouping, the tile32 expert GEMMs over the work
+// list, the shared expert through qmm_t32 + swiglu, and moe_combine vs ref.MoEBlock per token.
+// Cases: most experts empty and some with one slot (E = 64 ≫ T·k = 12); ~10 slots per expert at
+// 8 bits; 40 slots per expert (more than one 32-slot tile, the second partial) at 4 bits; 70 slots
+// on each of 2 experts (three tiles, the third partial) at 8 bits; the real widths (H 2,048, I 512)
+// with tails of slots per expert.
 func testMoEPrefillLayer(t *testing.T, k kern) {
 	rng := rand.New(rand.NewPCG(14, 1))
-	for _, c := range []struct{ e, topK, T, bits int }{{64, 4, 3, 4}, {8, 4, 21, 8}} {
-		cfg := smallConfig(c.e, c.topK)
+	real := smallConfig(6, 2)
+	real.HiddenSize, real.MoEIntermediate, real.SharedIntermediate = 2048, 512, 512
+	var zero, one bool // some case had an expert with no slot, and one with a single slot
+	for _, c := range []struct {
+		cfg     *checkpoint.Config
+		T, bits int
+	}{{smallConfig(64, 4), 3, 4}, {smallConfig(8, 4), 21, 8}, {smallConfig(3, 2), 60, 4}, {smallConfig(2, 2), 70, 8}, {real, 37, 4}} {
+		cfg := c.cfg
 		m := smallMoE(t, rng, cfg, c.bits)
-		h, in, is, T := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, c.T
-		x := routedInputs(t, rng, &m.Router, T, c.topK)
+		h, in, is, T, topK, ne := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, c.T, cfg.NumExpertsPerTok, cfg.NumExperts
+		x := routedInputs(t, rng, &m.Router, T, topK)
 		h0 := randRows(rng, T, h, 1)
-		ids, wts, sgate := routerTopK(k, m, x, c.topK)
-		offsets, order := group(k, ids, c.e)
-		n := T * c.topK
+		ids, wts, sgate := routerTopK(k, m, x, topK)
+		offsets, order, tiles := group(k, ids, ne)
+		for e := 0; e < ne; e++ {
+			zero = zero || offsets[e+1] == offsets[e]
+			one = one || offsets[e+1]-offsets[e] == 1
+		}
+		n := T * topK
 		act, out := zeros(n*in), zeros(n*h)
-		gu := map[int][]byte{6: flat(x), 7: i32(order), 8: i32(offsets), 9: act}
-		bufs := map[int][]byte{3: act, 4: i32(order), 5: i32(offsets), 6: out}
-		gd := dims(T, c.topK, h, in, c.bits, bindQShifted(gu, 0, &m.Gate, shiftCases[1]),
+		gu := map[int][]byte{6: flat(x), 7: i32(order), 8: i32(offsets), 9: i32(tiles), 10: act}
+		bufs := map[int][]byte{3: act, 4: i32(order), 5: i32(offsets), 6: i32(tiles), 7: out}
+		gd := dims(topK, h, in, c.bits, ne, bindQShifted(gu, 0, &m.Gate, shiftCases[1]),
 			bindQShifted(gu, 3, &m.Up, shiftCases[2]), bindQShifted(bufs, 0, &m.Down, shiftCases[3]))
-		gu[10], bufs[7] = gd, gd
-		k.run("moe_gemm_gate_up", [3]int{ceil(in, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, gu)
-		k.run("moe_gemm_down", [3]int{ceil(h, 8), ceil(T, 8), c.e}, [3]int{32, 1, 1}, bufs)
+		gu[11], bufs[8] = gd, gd
+		y := tileBound(n, ne)
+		k.run("moe_gemm_t32_gate_up", [3]int{ceil(in, gemmTile), y, 1}, [3]int{128, 1, 1}, gu)
+		k.run("moe_gemm_t32_down", [3]int{ceil(h, gemmTile), y, 1}, [3]int{128, 1, 1}, bufs)
 
 		sg, su, shared := qmm(k, &m.SharedGate, x), qmm(k, &m.SharedUp, x), zeros(T*h)
 		k.run("swiglu", [3]int{ceil(T*is, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: sg, 1: su, 2: dims(T * is)})
 		bufs = map[int][]byte{3: sg, 4: shared, 5: dims(T, h, is, c.bits, 0, 0)}
 		bindQ(bufs, 0, &m.SharedDown)
-		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+		k.run("qmm_t32", [3]int{ceil(h, gemmTile), ceil(T, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
 
-		y := flat(h0)
-		bufs = map[int][]byte{0: out, 1: f32(wts), 2: f32(sgate), 3: shared, 4: y,
-			5: dims(h, in, is, c.topK, c.bits, max(in, is), 0, 0, 0, 0, 0, 0)}
+		yb := flat(h0)
+		bufs = map[int][]byte{0: out, 1: f32(wts), 2: f32(sgate), 3: shared, 4: yb,
+			5: dims(h, in, is, topK, c.bits, max(in, is), 0, 0, 0, 0, 0, 0)}
 		k.run("moe_combine", [3]int{ceil(h, 256), T, 1}, [3]int{256, 1, 1}, bufs)
-		nearRows(t, "moe prefill", rowsOf(y, h), refMoE(t, cfg, m, x, h0), moeTol)
+		nearRows(t, fmt.Sprintf("moe prefill E=%d T=%d H=%d", ne, T, h), rowsOf(yb, h), refMoE(t, cfg, m, x, h0), moeTol)
+	}
+	if !zero || !one {
+		t.Errorf("the cases cover an expert with no slot: %v, with one slot: %v; both are needed", zero, one)
 	}
 }
 
-// qmm runs the qmm kernel: X [T, In] → Y [T, Out] (flat bytes).
+// qmm runs qmm_t32: X [T, In] → Y [T, Out] (flat bytes).
 func qmm(k kern, m *checkpoint.Matrix, x [][]float32) []byte {
 	T := len(x)
 	y := zeros(T * m.Out)
 	bufs := map[int][]byte{3: flat(x), 4: y, 5: dims(T, m.Out, m.In, m.Bits, 0, 0)}
 	bindQ(bufs, 0, m)
-	k.run("qmm", [3]int{ceil(m.Out, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+	k.run("qmm_t32", [3]int{ceil(m.Out, gemmTile), ceil(T, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
 	return y
 }

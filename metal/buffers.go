@@ -55,6 +55,7 @@ type scratch struct {
 	q2, kk, vv, qh, gate, ao, part     *rows
 	ids, wts, sgate, rlogits           *rows // router: [t, k], [t, k], [t], [t, E]
 	counts, offsets, cursor, order     *rows // expert grouping
+	tiles                              *rows // [E+1]: the tile32 expert GEMMs' work list
 	act, out, sact, su, shared         *rows // MoE
 	tpids, tpvals, tpstat              *rows // logits top-k parts: [parts, k], [parts, k], [parts, 2]
 	tokIDs, cs, logits, top, topv, lse *rows // device.Shared: per-call inputs and readback
@@ -89,6 +90,7 @@ func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	sc.part = p.take(s.hq*(s.d+2), decodeMaxSplits(e.maxCtx, s.hkv))
 	sc.ids, sc.wts, sc.sgate, sc.rlogits = p.take(s.k, t), p.take(s.k, t), p.take(1, t), p.take(s.e, t)
 	sc.counts, sc.offsets, sc.cursor, sc.order = p.take(s.e, 1), p.take(s.e+1, 1), p.take(s.e, 1), p.take(s.k, t)
+	sc.tiles = p.take(s.e+1, 1)
 	st := max(s.inter, s.shared)
 	sc.act = p.take(1, max((s.k+1)*st, t*s.k*s.inter))
 	sc.out = p.take(s.h, t*s.k)

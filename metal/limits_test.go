@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
@@ -51,7 +52,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	}
 	defer ms.Close()
 	ctx := context.Background()
-	p := toks(5, 256, 9)
+	p := enginetest.RandomTokens(5, 256, 9)
 	want, err := engine.Logits(rm.NewSession().Prefill(ctx, p, engine.StepOptions{Full: true}, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := relDiff(want, got); d > logitTol {
+	if d := enginetest.SpreadDiff(want, got); d > logitTol {
 		t.Fatalf("logits differ by %g of their range", d)
 	}
 	top, err := ms.readback(engine.StepOptions{TopK: e.topK}) // the GPU's top-k of the same step
@@ -83,5 +84,13 @@ func TestLowPipelineLimits(t *testing.T) {
 	})
 	if ids[0] != order[0] {
 		t.Fatalf("top-1 %d, ref's argmax %d", ids[0], order[0])
+	}
+}
+
+// TestHeadTopKCoversDefaultSampling: the model's default sampling (top_k 20) is served from the GPU's
+// top-k, not from a read-back of the whole vocabulary.
+func TestHeadTopKCoversDefaultSampling(t *testing.T) {
+	if k := engine.ModelDefaults().TopK; k > HeadTopK {
+		t.Fatalf("default sampling's top_k %d exceeds the head's %d: every sampled token reads back the logits", k, HeadTopK)
 	}
 }

@@ -63,15 +63,44 @@ func byBits(bits int, k4, k8 string) string {
 	return k4
 }
 
-// qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=). One SIMD group per 8×8 output tile.
+// qmm: Y [t, out] = X [t, in] · Wᵀ (add: Y +=), on the tile32 design (kernels/gemm_tile32.metal):
+// a 32×32 output tile per threadgroup of 4 SIMD groups, K stepped by 32, fp32 operands.
 func qmm(m *qmat, t int, x, y device.Arg, add bool) *device.Dispatch {
 	a := 0
 	if add {
 		a = 1
 	}
-	return &device.Dispatch{Kernel: "qmm", Groups: grid(cdiv(m.out, 8), cdiv(t, 8), 1), Threads: grid(32, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a, m.sh()))}}
+	return &device.Dispatch{Kernel: "qmm_t32", Groups: grid(cdiv(m.out, gemmTile), cdiv(t, gemmTile), 1),
+		Threads: grid(gemmThreads, 1, 1), Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a, m.sh()))}}
 }
+
+// The tile32 threadgroup (T32_BM, T32_BN, T32_THREADS in kernels/gemm_tile32.metal): 32 token rows
+// × 32 weight rows over 4 SIMD groups.
+const (
+	gemmTile    = 32
+	gemmThreads = 128
+)
+
+// GEMMTile32Rate is the fraction of the compute rate its operands use (fp32 simdgroup_matrix) the
+// tile32 qmm_t32 reaches on a well-filled dispatch, for the performance model (metal/perfmodel).
+// Public measurement: MLX's dense quantized_matmul (qmm_t, the same 32×32×32 tile over 4 SIMD
+// groups, dequantised into threadgroup memory) ran 20.5 TFLOPS on an M3 Ultra of 512 GB (mlx
+// issue #4246; that model has the 80-core GPU). The issue states no peak: by perfmodel's M3 Max
+// arithmetic (14 TFLOPS for 40 cores) the chip has ~28, so ~0.7 of it. Taken as 0.5 here: fp32
+// operands stage twice the threadgroup bytes per step, and lily's loop has no double buffering.
+const GEMMTile32Rate = 0.5
+
+// MoEGEMMTile32Rate is the same for moe_gemm_t32_gate_up / _down: in the same measurement MLX's
+// sorted gather_qmm reached 0.69 of the dense kernel (14.2 vs 20.5 TFLOPS) at ~43 rows per expert,
+// the partly filled 32-row tiles at each expert's end; 0.5 × 0.69.
+const MoEGEMMTile32Rate = 0.35
+
+// GEMMTile32Mem is the fraction of the memory roofline the tile32 kernels reach when a GEMM is
+// bandwidth-bound (few tokens per expert). No public measurement of this design in that regime
+// exists; estimated from QMVRoofline's (llama.cpp's q4 mat-vec at 0.85-0.875 of peak, the same
+// coalesced packed-word reads per lane) less the stall of two threadgroup barriers per 32-wide K
+// step, in which no loads are in flight: 0.6. A Mac run of `lily bench` replaces it.
+const GEMMTile32Mem = 0.6
 
 // embed: out [t, H] = rows ids [t] of the quantized table.
 func embedRows(m *qmat, t int, ids, out device.Arg) *device.Dispatch {

@@ -56,8 +56,9 @@ func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate, x, act, h device.Arg) 
 	}
 }
 
-// moeGroup: counts [E] (reset from zeroes), offsets [E+1], cursor [E], order [n] for n = t*k slots.
-func moeGroup(s *sizes, n int, zeroes device.Buffer, ids, counts, offsets, cursor, order device.Arg) []device.Command {
+// moeGroup: counts [E] (reset from zeroes), offsets [E+1], cursor [E], order [n] for n = t*k slots,
+// and tiles [E+1], the (expert, 32-slot tile) work list of the tile32 expert GEMMs.
+func moeGroup(s *sizes, n int, zeroes device.Buffer, ids, counts, offsets, cursor, order, tiles device.Arg) []device.Command {
 	d := inline(dims(n, s.e))
 	return []device.Command{
 		&device.Copy{Src: zeroes, Dst: counts.Buf, DstOff: counts.Off, N: 4 * s.e},
@@ -67,18 +68,26 @@ func moeGroup(s *sizes, n int, zeroes device.Buffer, ids, counts, offsets, curso
 			Args: []device.Arg{counts, offsets, cursor, d}},
 		&device.Dispatch{Kernel: "moe_scatter", Groups: grid(cdiv(n, 256), 1, 1), Threads: grid(256, 1, 1),
 			Args: []device.Arg{ids, cursor, order, d}},
+		&device.Dispatch{Kernel: "moe_tiles", Groups: grid(1, 1, 1), Threads: grid(lanes(s.e, 1024), 1, 1),
+			Args: []device.Arg{offsets, tiles, d}},
 	}
 }
 
-// moeGemm: act [t*k, I] = SwiGLU of each slot's expert, out [t*k, H] = down of it, expert by expert
-// over the grouped slots. x [t, H].
-func moeGemm(s *sizes, l *deviceLayer, t int, x, order, offsets, act, out device.Arg) []device.Command {
-	d := inline(dims(t, s.k, s.h, s.inter, l.gate.bits, l.gate.sh(), l.up.sh(), l.down.sh()))
+// moeTileBound bounds the tile32 work list of n slots over E experts: Σ_e cdiv(c_e, 32) ≤
+// n/32 + (experts with slots) ≤ cdiv(n, 32) + min(E, n). The expert GEMMs' grids are sized by it
+// and the threadgroups past the list's real length (tiles[E], on the GPU) return at once.
+func moeTileBound(n, e int) int { return cdiv(n, gemmTile) + min(e, n) }
+
+// moeGemm: act [t*k, I] = SwiGLU of each slot's expert, out [t*k, H] = down of it, over the
+// tile32 work list (expert, 32-slot tile) of the grouped slots. x [t, H].
+func moeGemm(s *sizes, l *deviceLayer, t int, x, order, offsets, tiles, act, out device.Arg) []device.Command {
+	d := inline(dims(s.k, s.h, s.inter, l.gate.bits, s.e, l.gate.sh(), l.up.sh(), l.down.sh()))
+	y := moeTileBound(t*s.k, s.e)
 	return []device.Command{
-		&device.Dispatch{Kernel: "moe_gemm_gate_up", Groups: grid(cdiv(s.inter, 8), cdiv(t, 8), s.e), Threads: grid(32, 1, 1),
-			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, x, order, offsets, act, d}},
-		&device.Dispatch{Kernel: "moe_gemm_down", Groups: grid(cdiv(s.h, 8), cdiv(t, 8), s.e), Threads: grid(32, 1, 1),
-			Args: []device.Arg{l.down.w, l.down.s, l.down.b, act, order, offsets, out, d}},
+		&device.Dispatch{Kernel: "moe_gemm_t32_gate_up", Groups: grid(cdiv(s.inter, gemmTile), y, 1), Threads: grid(gemmThreads, 1, 1),
+			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, x, order, offsets, tiles, act, d}},
+		&device.Dispatch{Kernel: "moe_gemm_t32_down", Groups: grid(cdiv(s.h, gemmTile), y, 1), Threads: grid(gemmThreads, 1, 1),
+			Args: []device.Arg{l.down.w, l.down.s, l.down.b, act, order, offsets, tiles, out, d}},
 	}
 }
 
@@ -116,10 +125,10 @@ func (s *Session) moePlan(p step, i int, a, h device.Arg) []device.Command {
 		return append(cmds, moeDecode(sz, l, ids, wts, sg, a, act, h)...)
 	}
 	cmds = append(cmds, moeGroup(sz, t*sz.k, e.zeroes, ids, sc.counts.first(1), sc.offsets.first(1),
-		sc.cursor.first(1), sc.order.first(t))...)
+		sc.cursor.first(1), sc.order.first(t), sc.tiles.first(1))...)
 	out := sc.out.first(t * sz.k)
 	act := device.Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * t * sz.k * sz.inter}
-	cmds = append(cmds, moeGemm(sz, l, t, a, sc.order.first(t), sc.offsets.first(1), act, out)...)
+	cmds = append(cmds, moeGemm(sz, l, t, a, sc.order.first(t), sc.offsets.first(1), sc.tiles.first(1), act, out)...)
 	sact, su, shared := sc.sact.first(t), sc.su.first(t), sc.shared.first(t)
 	return append(cmds, qmm(l.sg, t, a, sact, false), qmm(l.su, t, a, su, false), swiglu(t*sz.shared, sact, su),
 		qmm(l.sd, t, sact, shared, false), moeCombine(sz, l, t, out, wts, sg, shared, h))

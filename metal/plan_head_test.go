@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/metal/device"
 )
 
@@ -50,7 +51,7 @@ func TestPrefillHeadOnLastChunk(t *testing.T) {
 		if c.each {
 			each = func(int, []float32) error { return nil }
 		}
-		if _, err := s.Prefill(context.Background(), toks(10, 256, 1), engine.StepOptions{}, each); err != nil {
+		if _, err := s.Prefill(context.Background(), enginetest.RandomTokens(10, 256, 1), engine.StepOptions{}, each); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()

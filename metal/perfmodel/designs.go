@@ -46,18 +46,22 @@ func Designs() map[string]Design {
 			"one threadgroup merges the chunks' sorted top-k lists in k rounds (metal/linear.go)"},
 		"attn_prefill": {0.5, FP32SIMD, 0.15, "one SIMD group per (head, query), one simd_sum per key: O(N²) " +
 			"scalar work, no tiles"},
-		"qmm": {0.5, FP32SIMD, 0.2, "one SIMD group per 8×8 fp32 simdgroup_matrix tile, K stepped by 8, a " +
-			"scalar dequant per element"},
-		"moe_gemm_gate_up": {0.5, FP32SIMD, 0.2, "qmm's tiles over expert-grouped rows; a threadgroup per " +
-			"(tile, expert) whether or not the expert has rows"},
-		"moe_gemm_down": {0.5, FP32SIMD, 0.2, "as moe_gemm_gate_up"},
-		"moe_count":     {0.3, FP32SIMD, 0.3, "atomics per slot"},
-		"moe_scan":      {0.3, FP32SIMD, 0.3, "one threadgroup prefix sum over the experts"},
-		"moe_scatter":   {0.3, FP32SIMD, 0.3, "atomics per slot"},
-		"swiglu":        {0.7, FP32SIMD, 0.5, "elementwise"},
-		"moe_combine":   {0.6, FP32SIMD, 0.5, "weighted sum of the slots, shared gate, residual"},
+		// The tile32 design (metal/linear.go's GEMMTile32Rate and MoEGEMMTile32Rate give the
+		// measurement): fp32 simdgroup_matrix at the SIMD rate; Metal 4 tensor ops are not used.
+		"qmm_t32":              {metal.GEMMTile32Mem, FP32SIMD, metal.GEMMTile32Rate, tile32},
+		"moe_gemm_t32_gate_up": {metal.GEMMTile32Mem, FP32SIMD, metal.MoEGEMMTile32Rate, tile32 + " over (expert, 32-slot tile) work-list entries; gate and up tiles share the X tile"},
+		"moe_gemm_t32_down":    {metal.GEMMTile32Mem, FP32SIMD, metal.MoEGEMMTile32Rate, tile32 + " over (expert, 32-slot tile) work-list entries"},
+		"moe_tiles":            {0.3, FP32SIMD, 0.3, "one threadgroup prefix sum of tiles per expert"},
+		"moe_count":            {0.3, FP32SIMD, 0.3, "atomics per slot"},
+		"moe_scan":             {0.3, FP32SIMD, 0.3, "one threadgroup prefix sum over the experts"},
+		"moe_scatter":          {0.3, FP32SIMD, 0.3, "atomics per slot"},
+		"swiglu":               {0.7, FP32SIMD, 0.5, "elementwise"},
+		"moe_combine":          {0.6, FP32SIMD, 0.5, "weighted sum of the slots, shared gate, residual"},
 	}
 }
+
+// tile32 is the design note of the prefill GEMMs (kernels/gemm_tile32.metal).
+const tile32 = "tile32: 32×32 output tile over 4 SIMD groups of 2×2 fp32 8×8 fragments, K stepped by 32, weights dequantised into threadgroup memory"
 
 // qmvFast is the design note of the qmv_fast kernels (kernels/qmv_fast.metal).
 const qmvFast = "qmv_fast: 2 SIMD groups × 4 rows, 2 packed words per lane per step, x pre-scaled once per step"

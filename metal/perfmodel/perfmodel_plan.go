@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 )
 
 // The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
@@ -12,9 +13,9 @@ import (
 // qmv_add for the output projection, rms_norm, router_qmv, router_softmax_topk, moe_gate_up,
 // moe_down (the mat-vecs specialised per bit width: qmv_4, qmv_8, ...); then the final rms_norm,
 // the lm_head qmv and logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state):
-// the same with qmm projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE path
-// (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
-// qmm + swiglu + qmm, moe_combine); logits only for the last token.
+// the same with qmm_t32 projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE
+// path (moe_count, moe_scan, moe_scatter, moe_tiles, moe_gemm_t32_gate_up, moe_gemm_t32_down, the shared
+// expert through qmm_t32 + swiglu + qmm_t32, moe_combine); logits only for the last token.
 
 // DecodeCosts is the per-token cost of a decode step at position ctx (ctx keys already cached).
 func DecodeCosts(cfg *checkpoint.Config, ctx int) ([]Cost, error) {
@@ -82,7 +83,7 @@ func (p *plan) norm(step string) Cost {
 
 // linear is a projection of the step's T rows, weights read once; add fuses the residual add.
 func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
-	k := "qmm"
+	k := "qmm_t32"
 	if p.decode {
 		k = byBits(bits, "qmv_4", "qmv_8")
 		if add {
@@ -185,10 +186,11 @@ func (p *plan) moe() []Cost {
 		Cost{Step: "count slots per expert", Kernel: "moe_count", Calls: 1, Act: 4*slots + 8*E},
 		Cost{Step: "expert offsets (prefix sum)", Kernel: "moe_scan", Calls: 1, Act: 4 * 4 * E},
 		Cost{Step: "slots grouped by expert", Kernel: "moe_scatter", Calls: 1, Act: 4*3*slots + 8*E},
-		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_gate_up", Calls: 1,
+		Cost{Step: "work list of (expert, 32-slot tile)", Kernel: "moe_tiles", Calls: 1, Act: 4 * 2 * E},
+		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_t32_gate_up", Calls: 1,
 			Weights: 2 * touched * d.mat(I, H, d.bits), Act: 4 * slots * (H + I + 1),
 			FLOPs: 4*slots*I*H + 5*slots*I},
-		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_down", Calls: 1,
+		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_t32_down", Calls: 1,
 			Weights: touched * d.mat(H, I, d.bits), Act: 4 * slots * (I + H + 1), FLOPs: 2 * slots * H * I},
 		p.linear("shared expert gate_proj", Is, H, d.bits, false),
 		p.linear("shared expert up_proj", Is, H, d.bits, false),
@@ -206,8 +208,8 @@ func byBits(bits float64, k4, k8 string) string {
 	return k4
 }
 
-// headTopK is how many ids the engine's head returns per step (metal's defaultTopK).
-const headTopK = 8
+// headTopK is how many ids the engine's head returns per step.
+const headTopK = metal.HeadTopK
 
 // logitParts is the engine's number of logits_topk_part threadgroups over a vocabulary of V: 4,096
 // logits each (metal/linear.go's logitParts at 256 threads).
