@@ -154,6 +154,4 @@ func testQMM(t *testing.T, k kern) {
 	}
 }
 
-// gemmTol: qmm_t32 accumulates in float32 in 8-wide fragments (dequantised weights times fp32
-// activations), ref in float64; as the mat-vecs, tens of float32 ulps on sums of up to 4,096 terms.
-const gemmTol = matvecTol
+const gemmTol = budget.Gemm // the budget and why: metal/budget

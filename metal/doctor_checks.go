@@ -54,7 +54,7 @@ func checkQMVFast(bits int, add bool, what string, out, in func(*checkpoint.Conf
 	}
 }
 
-// checkQMM: the attention q_proj over a 7-token chunk with the fused residual add, [2·Hq·D, H].
+// checkQMM: qmm_t32 as the attention q_proj over a 7-token chunk with the fused residual add, [2·Hq·D, H].
 func checkQMM(c *checker) (string, error) {
 	const T = 7
 	out, in := 2*c.cfg.NumHeads*c.cfg.HeadDim, c.cfg.HiddenSize
@@ -74,10 +74,10 @@ func checkQMM(c *checker) (string, error) {
 	}
 	bufs := map[int][]byte{3: flatRows(x), 4: flatRows(y0)}
 	bufs[5] = packDims(T, out, in, 4, 1, bindShifted(bufs, 0, &m, [3]int{3, 1, 2}))
-	if err := c.run("qmm", [3]int{cdiv(out, 8), cdiv(T, 8), 1}, [3]int{32, 1, 1}, bufs); err != nil {
+	if err := c.run("qmm_t32", [3]int{cdiv(out, gemmTile), cdiv(T, gemmTile), 1}, [3]int{gemmThreads, 1, 1}, bufs); err != nil {
 		return "", err
 	}
-	c.near("qmm", unf32s(bufs[4]), unf32s(flatRows(want)), budget.MatVec)
+	c.near("qmm_t32", unf32s(bufs[4]), unf32s(flatRows(want)), budget.Gemm)
 	return fmt.Sprintf("T=%d × [%d, %d] 4-bit, fused add, shifts 3/1/2", T, out, in), nil
 }
 
@@ -317,9 +317,14 @@ func checkMoEGrouping(c *checker) (string, error) {
 	if err := c.run("moe_scatter", [3]int{cdiv(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32s(ids), 1: cursor, 2: ord, 3: gd}); err != nil {
 		return "", err
 	}
+	tl := zeroF32(e + 1)
+	if err := c.run("moe_tiles", [3]int{1, 1, 1}, [3]int{lanes(e, 1024), 1, 1}, map[int][]byte{0: offs, 1: tl, 2: gd}); err != nil {
+		return "", err
+	}
 	wantOff, wantOrd := groupSlots(ids, e)
 	offsets, order := uni32s(offs), uni32s(ord)
 	c.exact("moe_scan offsets", offsets, wantOff)
+	c.exact("moe_tiles", uni32s(tl), tilesOf(wantOff))
 	if len(c.fails) == 0 {
 		for x := range e {
 			slices.Sort(order[offsets[x]:offsets[x+1]])
@@ -343,4 +348,13 @@ func groupSlots(ids []int32, experts int) (offsets, order []int32) {
 	}
 	offsets[experts] = int32(len(order))
 	return offsets, order
+}
+
+// tilesOf is the tile32 work list's prefix: tiles[e] = Σ_{e'<e} ⌈slots of e' / 32⌉, tiles[E] the total.
+func tilesOf(offsets []int32) []int32 {
+	t := make([]int32, len(offsets))
+	for e := 1; e < len(offsets); e++ {
+		t[e] = t[e-1] + int32(cdiv(int(offsets[e]-offsets[e-1]), gemmTile))
+	}
+	return t
 }

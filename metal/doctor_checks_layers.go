@@ -110,8 +110,8 @@ func checkMoEDecode(bits int) func(*checker) (string, error) {
 	}
 }
 
-// checkMoEPrefill: a 9-token chunk's grouped expert GEMMs (moe_gemm_gate_up, moe_gemm_down) over
-// ref's routing and Go's grouping, then moe_combine with ref's shared expert and the residual.
+// checkMoEPrefill: a 9-token chunk's tile32 expert GEMMs (moe_gemm_t32_gate_up, _down) over
+// ref's routing and Go's grouping and work list, then moe_combine with ref's shared expert and the residual.
 func checkMoEPrefill(c *checker) (string, error) {
 	const T = 9
 	cfg, m, err := c.moeSetup(4)
@@ -124,17 +124,19 @@ func checkMoEPrefill(c *checker) (string, error) {
 		return "", err
 	}
 	offsets, order := groupSlots(ids, e)
+	tiles := tilesOf(offsets)
 	n := T * k
-	gu := map[int][]byte{6: flatRows(x), 7: i32s(order), 8: i32s(offsets), 9: zeroF32(n * in)}
-	dn := map[int][]byte{4: i32s(order), 5: i32s(offsets), 6: zeroF32(n * h)}
-	gd := packDims(T, k, h, in, 4, bindShifted(gu, 0, &m.Gate, [3]int{1, 2, 3}),
+	gu := map[int][]byte{6: flatRows(x), 7: i32s(order), 8: i32s(offsets), 9: i32s(tiles), 10: zeroF32(n * in)}
+	dn := map[int][]byte{4: i32s(order), 5: i32s(offsets), 6: i32s(tiles), 7: zeroF32(n * h)}
+	gd := packDims(k, h, in, 4, e, bindShifted(gu, 0, &m.Gate, [3]int{1, 2, 3}),
 		bindShifted(gu, 3, &m.Up, [3]int{2, 3, 1}), bindShifted(dn, 0, &m.Down, [3]int{3, 1, 2}))
-	gu[10], dn[7] = gd, gd
-	if err := c.run("moe_gemm_gate_up", [3]int{cdiv(in, 8), cdiv(T, 8), e}, [3]int{32, 1, 1}, gu); err != nil {
+	gu[11], dn[8] = gd, gd
+	tileBound := cdiv(n, gemmTile) + min(e, n) // a bound on the work list's tiles
+	if err := c.run("moe_gemm_t32_gate_up", [3]int{cdiv(in, gemmTile), tileBound, 1}, [3]int{gemmThreads, 1, 1}, gu); err != nil {
 		return "", err
 	}
-	dn[3] = gu[9]
-	if err := c.run("moe_gemm_down", [3]int{cdiv(h, 8), cdiv(T, 8), e}, [3]int{32, 1, 1}, dn); err != nil {
+	dn[3] = gu[10]
+	if err := c.run("moe_gemm_t32_down", [3]int{cdiv(h, gemmTile), tileBound, 1}, [3]int{gemmThreads, 1, 1}, dn); err != nil {
 		return "", err
 	}
 	sg, err := ref.Linear(&m.SharedGate, 0, x)
@@ -155,7 +157,7 @@ func checkMoEPrefill(c *checker) (string, error) {
 		return "", err
 	}
 	y := flatRows(h0)
-	bufs := map[int][]byte{0: dn[6], 1: f32s(wts), 2: f32s(sgate), 3: flatRows(shared), 4: y,
+	bufs := map[int][]byte{0: dn[7], 1: f32s(wts), 2: f32s(sgate), 3: flatRows(shared), 4: y,
 		5: packDims(h, in, is, k, 4, max(in, is), 0, 0, 0, 0, 0, 0)}
 	if err := c.run("moe_combine", [3]int{cdiv(h, 256), T, 1}, [3]int{256, 1, 1}, bufs); err != nil {
 		return "", err
@@ -289,7 +291,7 @@ func checkAttnPrefill(c *checker) (string, error) {
 }
 
 // checkDeltaNet: a real-width DeltaNet layer on a 5-token chunk from the state 3 tokens of ref
-// left: projections and out_proj by qmm (checked above), the conv and the recurrent scan by
+// left: projections and out_proj by qmm_t32 (checked above), the conv and the recurrent scan by
 // deltanet_conv and deltanet_scan, against ref.GatedDeltaNet's output and both states.
 func checkDeltaNet(c *checker) (string, error) {
 	const prefix, T = 3, 5
@@ -317,7 +319,7 @@ func checkDeltaNet(c *checker) (string, error) {
 	qmm := func(m *checkpoint.Matrix, in []byte, y []byte, add int) error {
 		bufs := map[int][]byte{3: in, 4: y}
 		bufs[5] = packDims(T, m.Out, m.In, m.Bits, add, bindShifted(bufs, 0, m, [3]int{}))
-		err := c.run("qmm", [3]int{cdiv(m.Out, 8), cdiv(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+		err := c.run("qmm_t32", [3]int{cdiv(m.Out, gemmTile), cdiv(T, gemmTile), 1}, [3]int{gemmThreads, 1, 1}, bufs)
 		copy(y, bufs[4])
 		return err
 	}

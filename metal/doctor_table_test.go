@@ -41,7 +41,7 @@ func TestKernelTableCoversLibrary(t *testing.T) {
 func newEmuForTable(t *testing.T) device.Device {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("compiles the kernel library with g++ and runs every kernel at the real sizes (~30 s); skipped in -short")
+		t.Skip("compiles the kernel library with g++ and runs every kernel at the real sizes (~1 min); skipped in -short")
 	}
 	if raceEnabled {
 		t.Skip("the real-size reference computations take minutes under the race detector, and the emulator runs in another process (no Go races to find); run without -race")
