@@ -86,3 +86,11 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Fatalf("top-1 %d, ref's argmax %d", ids[0], order[0])
 	}
 }
+
+// TestHeadTopKCoversDefaultSampling: the model's default sampling (top_k 20) is served from the GPU's
+// top-k, not from a read-back of the whole vocabulary.
+func TestHeadTopKCoversDefaultSampling(t *testing.T) {
+	if k := engine.ModelDefaults().TopK; k > HeadTopK {
+		t.Fatalf("default sampling's top_k %d exceeds the head's %d: every sampled token reads back the logits", k, HeadTopK)
+	}
+}

@@ -112,7 +112,7 @@ func TestRealModelChunk(t *testing.T) {
 		}
 		weights += n
 	}
-	e := &Model{cfg: cfg, maxCtx: cfg.MaxPositionEmbeddings, topK: defaultTopK, sizes: newSizes(cfg)}
+	e := &Model{cfg: cfg, maxCtx: cfg.MaxPositionEmbeddings, topK: HeadTopK, sizes: newSizes(cfg)}
 	e.sizes.routerLanes, e.sizes.topkLanes, e.sizes.mergeLanes = 1024, 1024, 1024
 	foot := func() Footprint { return e.footprintWith(weights, 0, "") }
 	f, err := e.sizeChunk(foot, device.Limits{WorkingSet: 48 << 30, MaxBufferLength: 16 << 30})

@@ -78,7 +78,7 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, topK: defaultTopK}
+	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, topK: HeadTopK}
 	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
 	e.sizes = newSizes(c)
 	if err := checkLimits(w, &e.sizes); err != nil {

@@ -13,9 +13,10 @@ import (
 	"github.com/lily-engine/lily/metal/device"
 )
 
-// defaultTopK is how many candidates logits_topk_merge returns per step: a step asking for more reads
-// back the full logits.
-const defaultTopK = 8
+// HeadTopK is how many candidates logits_topk_merge returns per step: 20, the top_k of the model's
+// default sampling (engine.ModelDefaults), so that sampling with it reads back 20 ids and logits
+// rather than the vocabulary; a step asking for more reads back the full logits.
+const HeadTopK = 20
 
 // Session is one sequence on the device: its recurrent state and KV caches, the chunk
 // activations and the readback buffers. One goroutine uses it at a time.

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 )
 
 // The kernel sequences the performance model prices. Decode (one token): per layer the mixer's
@@ -229,8 +230,8 @@ func byBits(bits float64, k4, k8 string) string {
 	return k4
 }
 
-// headTopK is how many ids the engine's head returns per step (metal's defaultTopK).
-const headTopK = 8
+// headTopK is how many ids the engine's head returns per step.
+const headTopK = metal.HeadTopK
 
 // logitParts is the engine's number of logits_topk_part threadgroups over a vocabulary of V: 4,096
 // logits each (metal/linear.go's logitParts at 256 threads).
