@@ -21,6 +21,9 @@ func TestEmuKernels(t *testing.T) {
 		kernels []string // the kernels the subtest checks
 	}{
 		{"qmv_fast", testQMVFast, []string{"qmv_4", "qmv_8", "qmv_add_4", "qmv_add_8"}},
+		{"qmv_fast_norm", testQMVNorm, []string{"qmv_norm_4", "qmv_norm_8"}},
+		{"router_norm", testRouterNorm, []string{"router_qmv_norm_4", "router_qmv_norm_8"}},
+		{"moe_gate_up_norm", testMoEGateUpNorm, []string{"moe_gate_up_norm_4", "moe_gate_up_norm_8"}},
 		{"rms_norm", testRMSNorm, []string{"rms_norm"}},
 		{"embed", testEmbed, []string{"embed"}},
 		{"swiglu", testSwiGLU, []string{"swiglu"}},

@@ -7,15 +7,6 @@ import (
 // The MoE block on the device: router, experts (decode mat-vecs, prefill grouped GEMMs) and the
 // combine, and its place in the plans.
 
-// routerQMV: for t tokens x [t, H], logits [t, E] = router · x and the shared expert gate logit
-// sgate [t], one qmv_fast mat-vec over E+1 rows (row E is the gate) per token.
-func routerQMV(s *sizes, l *deviceLayer, t int, x, logits, sgate device.Arg) *device.Dispatch {
-	r, g := l.router, l.seg
-	return &device.Dispatch{Kernel: byBits(r.bits, "router_qmv_4", "router_qmv_8"), Groups: grid(cdiv(s.e+1, qmvRows), t, 1),
-		Threads: grid(qmvThreads, 1, 1),
-		Args:    []device.Arg{r.w, r.s, r.b, g.w, g.s, g.b, x, logits, sgate, inline(dims(s.e, s.h, r.sh(), g.sh()))}}
-}
-
 // routeTokensPerGroup bounds the tokens (one SIMD group each) of a router_softmax_topk
 // threadgroup, so a prefill chunk spreads over the GPU's cores.
 const routeTokensPerGroup = 8
@@ -40,16 +31,13 @@ func (s *sizes) moeDims(l *deviceLayer, actStride int) []byte {
 }
 
 // moeDecode: act [k+1, max(I,Is)] = the k routed experts' and the shared expert's SwiGLU, then
-// h [H] += Σ wts·down + sigmoid(sgate)·shared down. ids, wts [k]; sgate [1]; x [H]. Both on the
-// qmv_fast design: 8 rows per threadgroup of 64 threads.
-func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate, x, act, h device.Arg) []device.Command {
-	st := max(s.inter, s.shared)
-	d := s.moeDims(l, st)
+// h [H] += Σ wts·down + sigmoid(sgate)·shared down. ids, wts [k]; sgate [1]; x the block's input,
+// whose norm gate/up compute from the residual (moeGateUpNorm). Both on the qmv_fast design: 8
+// rows per threadgroup of 64 threads.
+func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate device.Arg, x normIn, act, h device.Arg) []device.Command {
+	d := s.moeDims(l, max(s.inter, s.shared))
 	return []device.Command{
-		&device.Dispatch{Kernel: byBits(l.gate.bits, "moe_gate_up_4", "moe_gate_up_8"), Groups: grid(cdiv(st, qmvRows), s.k+1, 1),
-			Threads: grid(qmvThreads, 1, 1),
-			Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, l.sg.w, l.sg.s, l.sg.b,
-				l.su.w, l.su.s, l.su.b, ids, x, act, inline(d)}},
+		moeGateUpNorm(s, l, ids, x, act),
 		&device.Dispatch{Kernel: byBits(l.down.bits, "moe_down_4", "moe_down_8"), Groups: grid(cdiv(s.h, qmvRows), 1, 1),
 			Threads: grid(qmvThreads, 1, 1),
 			Args:    []device.Arg{l.down.w, l.down.s, l.down.b, l.sd.w, l.sd.s, l.sd.b, ids, wts, sgate, act, h, inline(d)}},
@@ -103,18 +91,19 @@ func moeCombine(s *sizes, l *deviceLayer, t int, out, wts, sgate, shared, y devi
 		Args: []device.Arg{out, wts, sgate, shared, y, inline(s.moeDims(l, max(s.inter, s.shared)))}}
 }
 
-// moePlan is layer i's MoE block for step p on a [t, H] (the post-attention norm of h), added to
-// the residual h [t, H]: the router's logits and shared gate (decode: one router_qmv; prefill: two
+// moePlan is layer i's MoE block for step p on in (the post-attention norm of h), added to
+// the residual h [t, H]: the router's logits and shared gate (decode: one router_qmv_norm; prefill: two
 // GEMMs) and their top-k, then in decode the k experts' and the shared expert's
 // mat-vecs with the ids left on the GPU; in prefill the t·k slots grouped by expert on the GPU
 // (moe_count/scan/scatter), grouped GEMMs, the shared expert as GEMMs, and moe_combine.
-func (s *Session) moePlan(p step, i int, a, h device.Arg) []device.Command {
+func (s *Session) moePlan(p step, i int, in normIn, h device.Arg) []device.Command {
 	e, sz, sc, l := s.e, &s.e.sizes, s.sc, &s.e.w.layers[i]
 	t := p.t
 	ids, wts, sg, rl := sc.ids.first(t), sc.wts.first(t), sc.sgate.first(t), sc.rlogits.first(t)
+	a := in.a
 	var cmds []device.Command
 	if p.decode {
-		cmds = append(cmds, routerQMV(sz, l, t, a, rl, sg))
+		cmds = append(cmds, routerQMVNorm(sz, l, t, in, rl, sg))
 	} else {
 		cmds = append(cmds, qmm(l.router, t, a, rl, false), qmm(l.seg, t, a, sg, false))
 	}
@@ -122,7 +111,7 @@ func (s *Session) moePlan(p step, i int, a, h device.Arg) []device.Command {
 	if p.decode {
 		stride := max(sz.inter, sz.shared)
 		act := device.Arg{Buf: sc.act.buf, Off: sc.act.off, Len: 4 * (sz.k + 1) * stride}
-		return append(cmds, moeDecode(sz, l, ids, wts, sg, a, act, h)...)
+		return append(cmds, moeDecode(sz, l, ids, wts, sg, in, act, h)...)
 	}
 	cmds = append(cmds, moeGroup(sz, t*sz.k, e.zeroes, ids, sc.counts.first(1), sc.offsets.first(1),
 		sc.cursor.first(1), sc.order.first(t), sc.tiles.first(1))...)

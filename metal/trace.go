@@ -118,7 +118,8 @@ func (o *observed) delta(p trace.Point, a device.Arg, before, after []float32) e
 // the points from the plan's own commands: embed first; per layer the input rms_norm (its input
 // is the layer input h, its output the input norm), the mixer's commands, which end by adding into
 // h, the post rms_norm, router_softmax_topk, and the MoE's, which end by adding into h; the final
-// rms_norm (in the last prefill chunk and in decode only).
+// rms_norm (in the last prefill chunk and in decode only). In decode the norms are fused into their
+// consumers and these rms_norms write rows only the observer reads (norm_fused.go).
 // A mixer's and a MoE block's outputs are the differences of h around them (the plan never holds
 // them apart), within float32 rounding of h. The router's logits are router_softmax_topk's input.
 func (o *observed) runObserved() error {

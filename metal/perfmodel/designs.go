@@ -31,6 +31,14 @@ func Designs() map[string]Design {
 		"moe_gate_up_8": {metal.QMVRoofline, FP32SIMD, 0.5, qmvFast + " over the 8 routed experts and the shared one, gate and up rows per x slice"},
 		"moe_down_4":    {metal.QMVRoofline, FP32SIMD, 0.5, qmvFast + ", weighted sum and residual fused"},
 		"moe_down_8":    {metal.QMVRoofline, FP32SIMD, 0.5, qmvFast + ", weighted sum and residual fused"},
+		// The fused-norm mat-vecs (metal/norm_fused.go's QMVNormRoofline): qmv_fast with the input's
+		// RMSNorm recomputed per SIMD group from the same loads (kernels/qmv_fast_norm.metal).
+		"qmv_norm_4":         {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + ", the input's RMSNorm fused"},
+		"qmv_norm_8":         {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + ", the input's RMSNorm fused"},
+		"router_qmv_norm_4":  {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + " over the router's E rows and the shared gate's one, the post-attention RMSNorm fused"},
+		"router_qmv_norm_8":  {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + " over the router's E rows and the shared gate's one, the post-attention RMSNorm fused"},
+		"moe_gate_up_norm_4": {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + " over the 8 routed experts and the shared one, the post-attention RMSNorm fused"},
+		"moe_gate_up_norm_8": {metal.QMVNormRoofline, FP32SIMD, 0.5, qmvFast + " over the 8 routed experts and the shared one, the post-attention RMSNorm fused"},
 		"router_softmax_topk": {metal.RouteTopKRoofline, FP32SIMD, metal.RouteTopKRoofline,
 			"one SIMD group per token: softmax and k rounds of simd_max over 1 KB of logits (metal/moe.go)"},
 		"deltanet_conv": {0.25, FP32SIMD, 0.25, "one thread per channel; at decode ~100 KB over 8,192 threads, " +

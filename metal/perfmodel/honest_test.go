@@ -67,7 +67,7 @@ func TestHonestRequiresTheSameKernels(t *testing.T) {
 		t.Error("a priced kernel the plan does not dispatch: no error")
 	}
 	h.Plans.Decode = pc
-	delete(h.Designs, "qmv_4")
+	delete(h.Designs, "qmv_norm_4")
 	if _, err := h.Decode(256); err == nil {
 		t.Error("a kernel without a design: no error")
 	}

@@ -8,12 +8,13 @@ import (
 	"github.com/lily-engine/lily/metal"
 )
 
-// The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
-// mixer's qmv projections, deltanet_scan or attn_prep + attn_decode_split + attn_decode_combine,
-// qmv_add for the output projection, rms_norm, router_qmv, router_softmax_topk, moe_gate_up,
-// moe_down (the mat-vecs specialised per bit width: qmv_4, qmv_8, ...); then the final rms_norm,
-// the lm_head qmv and logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state):
-// the same with qmm_t32 projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE
+// The kernel sequences the performance model prices. Decode (one token): per layer the mixer's
+// projections as qmv_norm (the input RMSNorm fused), deltanet_scan or attn_prep + attn_decode_split
+// + attn_decode_combine, qmv_add for the output projection, router_qmv_norm (the post-attention
+// norm fused), router_softmax_topk, moe_gate_up_norm, moe_down (the mat-vecs specialised per bit
+// width: qmv_norm_4, qmv_norm_8, ...); then the lm_head qmv_norm (the final norm fused) and
+// logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state): rms_norm
+// before each block and the same with qmm_t32 projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE
 // path (moe_count, moe_scan, moe_scatter, moe_tiles, moe_gemm_t32_gate_up, moe_gemm_t32_down, the shared
 // expert through qmm_t32 + swiglu + qmm_t32, moe_combine); logits only for the last token.
 
@@ -64,7 +65,7 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	// Logits are needed for the last position only.
 	if head {
 		last := plan{d: d, T: 1, decode: true}
-		p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
+		p.out = append(p.out, last.normed(last.linear("lm_head + final norm", V, H, d.bits, false), true),
 			Cost{Step: "log-sum-exp + top-k per vocabulary chunk", Kernel: "logits_topk_part", Calls: 1,
 				Act: 4 * V, FLOPs: 4 * V},
 			Cost{Step: "merge of the chunks' top-k", Kernel: "logits_topk_merge", Calls: 1,
@@ -76,9 +77,34 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	return p.out, nil
 }
 
-func (p *plan) norm(step string) Cost {
+// norms is the rms_norm before a block in prefill; none in decode, where its consumers fuse it
+// (normed).
+func (p *plan) norms(step string) []Cost {
+	if p.decode {
+		return nil
+	}
 	H := fl(p.d.H)
-	return modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * H, FLOPs: 4 * p.T * H}, H)
+	return []Cost{modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * H, FLOPs: 4 * p.T * H}, H)}
+}
+
+// normed is a decode mat-vec c with its input's RMSNorm fused (metal/norm_fused.go): the _norm
+// kernel, which also reads the norm weight as float32; first marks the norm's first consumer, which
+// counts the weight's stored bytes once (the others find it in the cache). The norm's 3 FLOPs per
+// input element are left out (under a thousandth of the mat-vec's). In prefill c is unchanged.
+func (p *plan) normed(c Cost, first bool) Cost {
+	if !p.decode {
+		return c
+	}
+	for _, k := range []string{"qmv_", "router_qmv_", "moe_gate_up_"} {
+		if len(c.Kernel) == len(k)+1 && c.Kernel[:len(k)] == k {
+			c.Kernel = k + "norm_" + c.Kernel[len(k):]
+		}
+	}
+	c.Act += 4 * fl(p.d.H)
+	if first {
+		c = modelVec(c, fl(p.d.H))
+	}
+	return c
 }
 
 // linear is a projection of the step's T rows, weights read once; add fuses the residual add.
@@ -110,15 +136,13 @@ func (p *plan) deltanet() []Cost {
 	scan := modelVec(Cost{Step: "DeltaNet delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
 		State: 2 * 4 * Hv * Dk * Dv, Act: 4 * T * (C + 2*Vd + 2*Hv),
 		FLOPs: T * (7*Hv*Dk*Dv + 8*Vd)}, 2*Hv+Dv)
-	return []Cost{
-		p.norm("input norm (DeltaNet layers)"),
-		p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false),
-		p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false),
-		p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false),
-		p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false),
+	return append(p.norms("input norm (DeltaNet layers)"),
+		p.normed(p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false), true),
+		p.normed(p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false), false),
+		p.normed(p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false), false),
+		p.normed(p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false), false),
 		conv, scan,
-		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true),
-	}
+		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true))
 }
 
 // kvBytes is the size of one cached key or value element: the KV cache is fp16.
@@ -130,13 +154,11 @@ func (p *plan) attention() []Cost {
 	qd, kvd := Hq*D, Hkv*D
 	prep := modelVec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
 		Act: 4 * T * (2*qd + 2*kvd + Rot + 2*qd), KV: kvBytes * T * 2 * kvd, FLOPs: 6 * T * (Hq + Hkv) * D}, 2*D)
-	cs := []Cost{
-		p.norm("input norm (attention layers)"),
-		p.linear("attention q_proj (query + gate)", 2*qd, H, d.bits, false),
-		p.linear("attention k_proj", kvd, H, d.bits, false),
-		p.linear("attention v_proj", kvd, H, d.bits, false),
-		prep,
-	}
+	cs := append(p.norms("input norm (attention layers)"),
+		p.normed(p.linear("attention q_proj (query + gate)", 2*qd, H, d.bits, false), true),
+		p.normed(p.linear("attention k_proj", kvd, H, d.bits, false), false),
+		p.normed(p.linear("attention v_proj", kvd, H, d.bits, false), false),
+		prep)
 	if p.decode {
 		n := p.ctx + 1
 		splits := math.Ceil(n / DecodeSplit)
@@ -159,11 +181,11 @@ func (p *plan) moe() []Cost {
 	H, E, TopK, I, Is := fl(d.H), fl(d.E), fl(d.TopK), fl(d.I), fl(d.Is)
 	// The router's logits and the shared expert's gate logit: one qmv_fast mat-vec over E+1 rows in
 	// decode, two GEMMs in prefill; then the softmax top-k over the logits.
-	cs := []Cost{p.norm("post-attention norm")}
+	cs := p.norms("post-attention norm")
 	if p.decode {
-		cs = append(cs, Cost{Step: "router + shared gate logits", Kernel: byBits(d.routerBits, "router_qmv_4", "router_qmv_8"),
+		cs = append(cs, p.normed(Cost{Step: "router + shared gate logits", Kernel: byBits(d.routerBits, "router_qmv_4", "router_qmv_8"),
 			Calls: 1, Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits), Act: 4 * (H + E + 1),
-			FLOPs: 2 * (E + 1) * H})
+			FLOPs: 2 * (E + 1) * H}, true))
 	} else {
 		cs = append(cs, p.linear("router logits", E, H, d.routerBits, false), p.linear("shared expert gate logit", 1, H, d.routerBits, false))
 	}
@@ -172,9 +194,9 @@ func (p *plan) moe() []Cost {
 	if p.decode {
 		gu, dn := byBits(d.bits, "moe_gate_up_4", "moe_gate_up_8"), byBits(d.bits, "moe_down_4", "moe_down_8")
 		return append(cs,
-			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: gu, Calls: 1,
+			p.normed(Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: gu, Calls: 1,
 				Weights: 2*TopK*d.mat(I, H, d.bits) + 2*d.mat(Is, H, d.bits),
-				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)},
+				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)}, false),
 			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: dn, Calls: 1,
 				Weights: TopK*d.mat(H, I, d.bits) + d.mat(H, Is, d.bits),
 				Act:     4*(TopK*I+Is+2*TopK+1) + 8*H, FLOPs: 2 * H * (TopK*I + Is)})

@@ -113,7 +113,8 @@ func checkDecodeAccounting(t *testing.T, layout string) {
 	for _, c := range cs {
 		switch c.Kernel {
 		case "qmv_4", "qmv_8", "qmv_add_4", "qmv_add_8", "router_qmv_4", "router_qmv_8",
-			"moe_gate_up_4", "moe_gate_up_8", "moe_down_4", "moe_down_8":
+			"moe_gate_up_4", "moe_gate_up_8", "moe_down_4", "moe_down_8",
+			"qmv_norm_4", "qmv_norm_8", "router_qmv_norm_4", "router_qmv_norm_8", "moe_gate_up_norm_4", "moe_gate_up_norm_8":
 			matFLOPs += c.FLOPs
 		}
 	}
