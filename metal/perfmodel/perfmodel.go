@@ -33,7 +33,6 @@ const (
 	PublishedPrefillTokS = 4156
 )
 
-
 // Cost is what one step of the forward pass (one kernel, summed over its dispatches) moves and
 // computes per token. Bytes are split by kind so they can be checked against the checkpoint.
 type Cost struct {
