@@ -71,6 +71,8 @@ type Kernels struct {
 	recs    limbRecords    // the integer GEMM's token records
 	lvecs   map[int][]*Vec // per input width, per-worker scratch of the records' preparation
 	tileOut [][32]float32  // per-worker output of the integer GEMM's tile
+	one     [1]MatMat      // QMatMat's batch of one
+	local   []workerGEMM   // per-worker state of QMatMatsOn
 	limbs   int            // limbs the integer GEMM reads: qmmLimbs (tests change it)
 	shift   uint           // their relative weight as a shift: limbShift (tests change it)
 
@@ -92,7 +94,8 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts()}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts(),
+		tileOut: make([][32]float32, p.Workers()), local: make([]workerGEMM, p.Workers())}
 	return k
 }
 

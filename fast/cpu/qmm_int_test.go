@@ -286,3 +286,49 @@ func BenchmarkQMatMatIntFewRows(b *testing.B) {
 		}
 	}
 }
+
+// TestQMatMatsMatchQMatMat: a batch sharing one X (QMatMats on the pool, QMatMatsOn on one worker)
+// computes exactly what QMatMat does for each matrix alone: the same records and tiles, so the
+// same bits. The batch mixes row counts, an 8-bit matrix (the float32 path), and token counts on
+// both sides of the token blocking.
+func TestQMatMatsMatchQMatMat(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	k.largeX, k.tokenBlock = 8*1024, 8 // token blocks from 8 tokens of width 1024
+	r := newRand(5)
+	const in = 1024
+	mats := []*QMat{randQMat(r, 4, 40, in), randQMat(r, 4, 7, in), randQMat(r, 8, 16, in), randQMat(r, 4, 64, in)}
+	for _, tok := range []int{1, 5, 8, 19} {
+		x := randVec(r, tok*in)
+		var jobs, local []MatMat
+		want := make([][]float32, len(mats))
+		for i, m := range mats {
+			want[i] = make([]float32, tok*m.Out)
+			k.QMatMat(want[i], m, x, tok)
+			jobs = append(jobs, MatMat{Y: make([]float32, tok*m.Out), M: m})
+			if k.IntGEMM(m) {
+				local = append(local, MatMat{Y: make([]float32, tok*m.Out), M: m})
+			}
+		}
+		k.QMatMats(x, tok, jobs)
+		k.QMatMatsOn(0, x, tok, local)
+		li := 0
+		for i, m := range mats {
+			for j, v := range jobs[i].Y {
+				if v != want[i][j] {
+					t.Fatalf("T %d, matrix %d: QMatMats Y[%d] = %g, QMatMat %g", tok, i, j, v, want[i][j])
+				}
+			}
+			if !k.IntGEMM(m) {
+				continue
+			}
+			for j, v := range local[li].Y {
+				if v != want[i][j] {
+					t.Fatalf("T %d, matrix %d: QMatMatsOn Y[%d] = %g, QMatMat %g", tok, i, j, v, want[i][j])
+				}
+			}
+			li++
+		}
+	}
+}
