@@ -27,9 +27,10 @@ type impl struct {
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmRowsFunc
-	qmmPerm            bool        // qmm reads X with each group in unpack order (qmmPermute)
-	vnni               bool        // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
-	qmmTile            qmmTileFunc // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
+	qmmPerm            bool            // qmm reads X with each group in unpack order (qmmPermute)
+	vnni               bool            // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmTile            qmmTileFunc     // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
+	qmmTileRows        qmmTileRowsFunc // the same tile down pairs of rows, stored into Y (full tiles)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)

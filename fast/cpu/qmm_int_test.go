@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -222,10 +223,13 @@ func qmmRecRef(m *QMat, o int, rec []byte, n int, shift uint) float32 {
 }
 
 // BenchmarkQMatMatInt compares the integer GEMM ("int", qmmLimbs limbs) with the float32 512-bit
-// GEMM ("f32") it replaces where the CPU has AVX-512 VNNI, on one worker (the calling goroutine:
-// no pool wake-ups, so the ratio is the kernels' own on a shared machine), at expert shapes with
-// few rows (T8: 256 tokens × top-8 of 256 experts) and more, and a dense projection. GFLOP/s is
-// 2·T·Out·In per call; the integer GEMM's time includes preparing the token rows' limbs.
+// GEMM ("f32") it replaces where the CPU has AVX-512 VNNI, and with itself one tile per assembly
+// call ("int_tile": no row loop in assembly), on one worker (the calling goroutine, its OS thread
+// locked: no pool wake-ups, so the ratio is the kernels' own on a shared machine), at expert shapes
+// with few rows (T8: 256 tokens × top-8 of 256 experts) and more, and a dense projection. GFLOP/s
+// is 2·T·Out·In per call; GFLOP/s-cpu the same per second of the thread's CPU time (what other
+// processes on a shared machine change little). The integer GEMM's time includes preparing the
+// token rows' limbs.
 func BenchmarkQMatMatInt(b *testing.B) {
 	for _, sh := range []struct {
 		name    string
@@ -236,22 +240,29 @@ func BenchmarkQMatMatInt(b *testing.B) {
 		{"q4_2048x512_down", 2048, 512, 8}, {"q4_2048x512_down", 2048, 512, 64},
 		{"q4_2048x2048_dense", 2048, 2048, 64},
 	} {
-		for _, impl := range []string{"int", "f32"} {
+		for _, impl := range []string{"int", "int_tile", "f32"} {
 			b.Run(fmt.Sprintf("%s/T%d/w1/%s", sh.name, sh.t, impl), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				p := NewPool(1)
 				defer p.Close()
 				k := intKernels(b, p, qmmLimbs, limbShift)
-				if impl == "f32" {
+				switch impl {
+				case "f32":
 					k = newKernels(p, simdImpl(level512), true)
+				case "int_tile":
+					k.f.qmmTileRows = nil
 				}
 				r := rand.New(rand.NewPCG(3, 3))
 				m, x := randQMat(r, 4, sh.out, sh.in), randVec(r, sh.t*sh.in)
 				y := make([]float32, sh.t*sh.out)
-				start := time.Now()
+				start, c0 := time.Now(), threadCPU()
 				for b.Loop() {
 					k.QMatMat(y, m, x, sh.t)
 				}
-				b.ReportMetric(2*float64(sh.t*sh.out*sh.in)*float64(b.N)/time.Since(start).Seconds()/1e9, "GFLOP/s")
+				flops := 2 * float64(sh.t*sh.out*sh.in) * float64(b.N) / 1e9
+				b.ReportMetric(flops/time.Since(start).Seconds(), "GFLOP/s")
+				b.ReportMetric(flops/(threadCPU()-c0).Seconds(), "GFLOP/s-cpu")
 			})
 		}
 	}
