@@ -58,6 +58,34 @@ func (e *expertTask) Do(w, lo, hi int) {
 	}
 }
 
+// expertBufs are moeExperts' buffers: the down projections by slot position and each worker's
+// gathered rows and gate/up outputs. A prefill chunk of 1,024 tokens needs 64 MB of the former at
+// the real width; kept on the session for the chunk (prefillChunk drops them at its end), they are
+// allocated once per chunk rather than per layer.
+type expertBufs struct {
+	yd         []float32
+	xe, ge, ue [][]float32
+}
+
+// grow makes b hold yd floats of slot outputs and, for each of workers, xe gathered-row floats and
+// ge of each of gate and up.
+func (b *expertBufs) grow(workers, yd, xe, ge int) {
+	if len(b.yd) < yd {
+		b.yd = make([]float32, yd)
+	}
+	if len(b.xe) != workers {
+		b.xe, b.ge, b.ue = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
+	}
+	for w := range workers {
+		if len(b.xe[w]) < xe {
+			b.xe[w] = make([]float32, xe)
+		}
+		if len(b.ge[w]) < ge {
+			b.ge[w], b.ue[w] = make([]float32, ge), make([]float32, ge)
+		}
+	}
+}
+
 // moeExperts adds the routed experts' weighted outputs to r: [t, hs] for the chunk's routing
 // (ids and wts: [t, k]; count and order as moePrefill builds them): one pool dispatch of whole
 // experts, most tokens first in guided chunks so that the workers finish together, then each
@@ -87,15 +115,10 @@ func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count,
 	for used < e && count[experts[used]+1] > count[experts[used]] {
 		used++
 	}
-	workers := s.m.run.Workers()
+	b := &s.moe
+	b.grow(s.m.run.Workers(), t*k*hs, most*hs, most*in)
 	task := &expertTask{s: s, l: l, a: a, experts: experts[:used], count: count, order: order, k: k,
-		xe: make([][]float32, workers), ge: make([][]float32, workers), ue: make([][]float32, workers),
-		yd: make([]float32, t*k*hs)}
-	for w := range workers {
-		task.xe[w] = make([]float32, most*hs)
-		task.ge[w] = make([]float32, most*in)
-		task.ue[w] = make([]float32, most*in)
-	}
+		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs]}
 	s.m.run.RunTaskGuided(used, task)
 	pos := make([]int, t*k) // pos[slot]: the slot's position in order
 	for p, slot := range order {
