@@ -176,7 +176,8 @@ type workerGEMM struct {
 	vecs map[int]*Vec // per input width
 }
 
-// QMatMatsOn is QMatMats run on the calling goroutine alone, as pool worker w: for many small
+// QMatMatsOn is QMatMats run on the calling goroutine alone, as pool worker w (T = 1 as the VNNI
+// mat-vec, exactly what QMatVec computes): for many small
 // products that the caller spreads over the pool itself (the experts of a prefill chunk, one
 // expert per task). It must be called from inside a task running on w (or, with w = 0, outside
 // any dispatch), and only where IntGEMM reports every matrix of jobs on the integer GEMM.
@@ -199,6 +200,16 @@ func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
 			g.vecs = map[int]*Vec{}
 		}
 		g.vecs[in] = v
+	}
+	if t == 1 {
+		// One row: the exact mat-vec (three limbs), as QMatVec, which also beats a tile of 4
+		// tokens with 3 of them padding (matMatMinRowsInt).
+		v.Prepare(x[:in])
+		clearUpper()
+		for _, j := range jobs {
+			k.f.qmv4(j.Y, j.M, v, 0, j.M.Out)
+		}
+		return
 	}
 	r := &g.recs
 	r.ensure(t, in)

@@ -300,7 +300,7 @@ func BenchmarkQMatMatIntFewRows(b *testing.B) {
 
 // TestQMatMatsMatchQMatMat: a batch sharing one X (QMatMats on the pool, QMatMatsOn on one worker)
 // computes exactly what QMatMat does for each matrix alone: the same records and tiles, so the
-// same bits. The batch mixes row counts, an 8-bit matrix (the float32 path), and token counts on
+// same bits (QMatMatsOn's single row: what QMatVec does). The batch mixes row counts, an 8-bit matrix (the float32 path), and token counts on
 // both sides of the token blocking.
 func TestQMatMatsMatchQMatMat(t *testing.T) {
 	p := NewPool(2)
@@ -324,6 +324,16 @@ func TestQMatMatsMatchQMatMat(t *testing.T) {
 		}
 		k.QMatMats(x, tok, jobs)
 		k.QMatMatsOn(0, x, tok, local)
+		wantOn := want
+		if tok == 1 { // QMatMatsOn runs one row as the mat-vec
+			wantOn = make([][]float32, len(mats))
+			v := k.NewVec(in)
+			v.Prepare(x)
+			for i, m := range mats {
+				wantOn[i] = make([]float32, m.Out)
+				k.QMatVec(wantOn[i], m, v)
+			}
+		}
 		li := 0
 		for i, m := range mats {
 			for j, v := range jobs[i].Y {
@@ -335,8 +345,8 @@ func TestQMatMatsMatchQMatMat(t *testing.T) {
 				continue
 			}
 			for j, v := range local[li].Y {
-				if v != want[i][j] {
-					t.Fatalf("T %d, matrix %d: QMatMatsOn Y[%d] = %g, QMatMat %g", tok, i, j, v, want[i][j])
+				if v != wantOn[i][j] {
+					t.Fatalf("T %d, matrix %d: QMatMatsOn Y[%d] = %g, want %g", tok, i, j, v, wantOn[i][j])
 				}
 			}
 			li++
