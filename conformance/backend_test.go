@@ -10,6 +10,7 @@ import (
 	"github.com/lily-engine/lily/fixtures/goldens"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/internal/fidelity"
 	"github.com/lily-engine/lily/ref"
 )
@@ -21,8 +22,9 @@ type topper interface {
 }
 
 // backendBudget is how closely a backend must follow ref: |Δlogit| relative to the logits' spread
-// per position, and the teacher-forced top-1 agreement and relative perplexity.
-type backendBudget struct{ logit, top1, dPPL float64 }
+// per position, the teacher-forced top-1 agreement and relative perplexity, and each layer's mixer
+// and MoE output relative to the largest value of ref's (checkLayers).
+type backendBudget struct{ logit, top1, dPPL, layer float64 }
 
 // openFunc opens a backend on w with sessions bounded to maxCtx tokens.
 type openFunc func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error)
@@ -45,7 +47,7 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 	ctx := context.Background()
 
 	t.Run("teacher_forced", func(t *testing.T) {
-		r, err := fidelity.Compare(ctx, rb, mb, randomTokens(40, rb.VocabSize(), 9))
+		r, err := fidelity.Compare(ctx, rb, mb, enginetest.RandomTokens(40, rb.VocabSize(), 9))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,12 +58,14 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		}
 	})
 
+	t.Run("layers", func(t *testing.T) { checkLayers(t, name, mb, rb, bud.layer) })
+
 	t.Run("prefill_greedy_decode_snapshot", func(t *testing.T) {
 		// Prefill, snapshot, then greedy decode step by step against ref; restoring the snapshot
 		// and decoding the first greedy token again must reproduce that step exactly.
 		rs, _ := rb.NewSession()
 		ms := newSession(t, mb)
-		prompt := randomTokens(6, rb.VocabSize(), 5)
+		prompt := enginetest.RandomTokens(6, rb.VocabSize(), 5)
 		rl, err := engine.Logits(rs.Prefill(ctx, prompt, engine.StepOptions{Full: true}, nil))
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +81,7 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		var first []float32
 		var firstTok int32
 		for step := 0; ; step++ {
-			if e := maxRelDiff(rl, ml); e > bud.logit {
+			if e := enginetest.SpreadDiff(rl, ml); e > bud.logit {
 				t.Fatalf("step %d: logits differ by %g of their range", step, e)
 			}
 			want, gap := argmaxGap(rl)
@@ -116,14 +120,14 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if maxRelDiff(first, again) != 0 {
+		if enginetest.SpreadDiff(first, again) != 0 {
 			t.Fatal("the restored session diverged from the original")
 		}
 	})
 
 	t.Run("state_across_calls", func(t *testing.T) {
 		// prefill(3) + prefill(2) + decode(1) must match ref's prefill of all 6 tokens.
-		toks := randomTokens(6, rb.VocabSize(), 6)
+		toks := enginetest.RandomTokens(6, rb.VocabSize(), 6)
 		rs, _ := rb.NewSession()
 		want, err := engine.Logits(rs.Prefill(ctx, toks, engine.StepOptions{Full: true}, nil))
 		if err != nil {
@@ -140,7 +144,7 @@ func checkBackend(t *testing.T, name string, open openFunc, bud backendBudget) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := maxRelDiff(want, got); e > bud.logit {
+		if e := enginetest.SpreadDiff(want, got); e > bud.logit {
 			t.Fatalf("split calls differ from ref by %g of the range", e)
 		}
 	})
@@ -187,7 +191,8 @@ func checkFixture(t *testing.T, name string, open openFunc, bud backendBudget, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := fidelity.Compare(context.Background(), rb, mb, randomTokens(16, rb.VocabSize(), 12))
+	checkLayers(t, name+" on "+fixture, mb, rb, bud.layer)
+	r, err := fidelity.Compare(context.Background(), rb, mb, enginetest.RandomTokens(16, rb.VocabSize(), 12))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/lily-engine/lily/metal/budget"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,12 +10,9 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-// attnTol: q/k RMSNorm, RoPE and the online softmax in float32 against ref's float64 sums; the
-// split merge rescales partial sums by exp of float32 maxima (seen: 4e-7).
-const attnTol = 4e-6
+const attnTol = budget.Attn // the budget and why: metal/budget
 
-// attnLayerTol: a whole attention layer adds the q/k/v and o projections (matvecTol each) to attnTol.
-const attnLayerTol = 8e-6
+const attnLayerTol = budget.AttnLayer // the budget and why: metal/budget
 
 // attnShape is the geometry of one attention test.
 type attnShape struct{ hq, hkv, d, rot int }
@@ -201,9 +199,7 @@ func testAttentionDecodeLayer(t *testing.T, k kern) {
 				6: q, 7: gate, 8: a.kc, 9: a.vc, 10: attnDims(s, pos, 1, pos+1, split)})
 			o := decodeAttend(k, s, q, gate, a.kc, a.vc, pos+1, split)
 			y := f32(h0)
-			bufs := map[int][]byte{3: f32(o), 4: y, 5: dims(h, s.hq*s.d, bits, 0)}
-			bindQ(bufs, 0, &a.w.O)
-			k.run("qmv_add", [3]int{ceil(h, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+			runQMV(k, &a.w.O, o, y, true, shiftCases[0])
 			want, err := ref.GatedAttention(a.cfg, a.w, [][]float32{x}, pos, a.cache)
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +230,7 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 		y := flat(h0)
 		bufs := map[int][]byte{3: o, 4: y, 5: dims(T, h, s.hq*s.d, c.bits, 1, 0)}
 		bindQ(bufs, 0, &a.w.O)
-		k.run("qmm", [3]int{ceil(h, 8), ceil(T, 8), 1}, [3]int{32, 1, 1}, bufs)
+		k.run("qmm_t32", [3]int{ceil(h, gemmTile), ceil(T, gemmTile), 1}, [3]int{128, 1, 1}, bufs)
 		want, err := ref.GatedAttention(a.cfg, a.w, x, c.prefix, a.cache)
 		if err != nil {
 			t.Fatal(err)
@@ -252,8 +248,6 @@ func testAttentionPrefillLayer(t *testing.T, k kern) {
 // qmvRun runs qmv: W [Out, In] · x → [Out] (flat bytes).
 func qmvRun(k kern, m *checkpoint.Matrix, x []float32) []byte {
 	y := zeros(m.Out)
-	bufs := map[int][]byte{3: f32(x), 4: y, 5: dims(m.Out, m.In, m.Bits, 0)}
-	bindQ(bufs, 0, m)
-	k.run("qmv", [3]int{ceil(m.Out, 8), 1, 1}, [3]int{256, 1, 1}, bufs)
+	runQMV(k, m, x, y, false, shiftCases[0])
 	return y
 }

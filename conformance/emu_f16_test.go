@@ -2,19 +2,16 @@ package conformance
 
 import (
 	"encoding/binary"
+	"github.com/lily-engine/lily/metal/budget"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/safetensors"
 	"github.com/lily-engine/lily/metal/device"
 )
 
-// kvF16Tol: the KV cache holds K and V as IEEE fp16, each element rounded to nearest, within 2^-11
-// of itself; what attention computes from the rounded rows inherits that relative error.
-const kvF16Tol = 1.0 / 2048
+const kvF16Tol = budget.KVF16 // the budget and why: metal/budget
 
-// kvF16Ulp: a key the kernel computes in float32 within attnTol of ref's may round to the
-// neighbouring fp16 value: one fp16 ulp, 2^-10 relative.
-const kvF16Ulp = 1.0 / 1024
+const kvF16Ulp = budget.KVF16Ulp // the budget and why: metal/budget
 
 // f16 packs x as little-endian IEEE half, rounded to nearest even (the cache's layout).
 func f16(x []float32) []byte {

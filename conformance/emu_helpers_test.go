@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/diff"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
 	"github.com/lily-engine/lily/ref"
@@ -278,20 +279,7 @@ func qmat(t *testing.T, rng *rand.Rand, name string, experts, out, in, bits int)
 	return m
 }
 
-// relErr is max_i |got[i] − want[i]| / max_i |want[i]|: the error relative to the result's scale.
-func relErr(got, want []float32) float64 {
-	var d, s float64
-	for i := range want {
-		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
-		s = max(s, math.Abs(float64(want[i])))
-	}
-	if s == 0 {
-		return d
-	}
-	return d / s
-}
-
-// near fails the test when got and want differ beyond tol relative to want's scale (relErr).
+// near fails the test when got and want differ beyond tol relative to want's scale (diff.ScaledErr).
 func near(t *testing.T, what string, got, want []float32, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -302,7 +290,7 @@ func near(t *testing.T, what string, got, want []float32, tol float64) {
 			t.Fatalf("%s: value %d is %v", what, i, v)
 		}
 	}
-	e := relErr(got, want)
+	_, e := diff.ScaledErr(got, want)
 	if e > tol {
 		t.Fatalf("%s: relative error %.3g > %.3g", what, e, tol)
 	}

@@ -18,23 +18,22 @@ import (
 // reaches 2.5e-3), the activations are float32 summed in the kernels' own orders.
 const metalLogitTol = 5e-4
 
+// metalLayerTol bounds each layer's mixer and MoE output against ref's on the same tokens
+// (checkLayers), relative to ref's largest value: the fp16 KV cache's rounding (2^-11 per
+// element) enters at the first attention layer and is carried on; the emulator measures up to
+// 1.2e-3 (a MoE output after the fp16-cached attention of the random checkpoint).
+const metalLayerTol = 3e-3
+
 // Budgets of issue 6, the same as fast's: teacher-forced top-1 agreement and relative perplexity.
 const (
 	metalMinTop1     = 0.99
 	metalMaxDeltaPPL = 0.005
 )
 
-// metalDims is a tiny model the kernels accept: the kernels are compiled for quantization groups
-// of 64, so every matrix input width is a multiple of 64.
-func metalDims() checkpointtest.Dims {
-	d := checkpointtest.Tiny() // with the kernels' group of 64
-	d.I, d.Is, d.GroupSize = 64, 64, 64
-	return d
-}
-
+// metalCheckpoint is the tiny model the kernels accept (checkpointtest.TinyG64) in layout.
 func metalCheckpoint(t *testing.T, layout string) *checkpoint.Checkpoint {
 	t.Helper()
-	d := metalDims()
+	d := checkpointtest.TinyG64()
 	dir := t.TempDir()
 	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 11); err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ func checkMetalEngine(t *testing.T, dev device.Device) {
 	open := func(w *checkpoint.Weights, maxCtx int) (engine.Backend, error) {
 		return metal.Open(w, metal.Options{Dev: dev, MaxContext: maxCtx})
 	}
-	checkBackend(t, dev.Name(), open, backendBudget{logit: metalLogitTol, top1: metalMinTop1, dPPL: metalMaxDeltaPPL})
+	checkBackend(t, dev.Name(), open, backendBudget{logit: metalLogitTol, top1: metalMinTop1, dPPL: metalMaxDeltaPPL, layer: metalLayerTol})
 	t.Run("rejects_dense_layout", func(t *testing.T) {
 		hf := metalCheckpoint(t, "hf")
 		_, err := metal.Open(hf.Weights, metal.Options{Dev: dev, MaxContext: 256})

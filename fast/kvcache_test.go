@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // kvSessions prefills the same prompt on fixture tiny-a with the fp16 cache and with the float32
@@ -77,7 +78,7 @@ func TestKVCacheStoresRoundedRows(t *testing.T) {
 			t.Fatalf("layer %d: lengths fp16 %d/%d, float32 %d/%d", li, len(c.k), len(c.v), len(f.kf), len(f.vf))
 		}
 		for i := range c.k {
-			if c.k[i] != cpu.ToF16(f.kf[i]) || c.v[i] != cpu.ToF16(f.vf[i]) {
+			if c.k[i] != safetensors.Float32ToF16(f.kf[i]) || c.v[i] != safetensors.Float32ToF16(f.vf[i]) {
 				t.Fatalf("layer %d element %d: fp16 %#x/%#x, float32 %g/%g", li, i, c.k[i], c.v[i], f.kf[i], f.vf[i])
 			}
 		}

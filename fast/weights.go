@@ -127,31 +127,11 @@ func (m *mat) rowDot(o int, x []float32) float32 {
 		case safetensors.F16:
 			r := u16(m.w[o*m.in*2 : (o+1)*m.in*2])
 			for i, b := range r {
-				acc += f16(b) * x[i]
+				acc += safetensors.F16ToFloat32(b) * x[i]
 			}
 		}
 		return acc
 	}
-}
-
-// f16 converts IEEE half bits to float32.
-func f16(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		f := float32(frac) / 1024 / 16384
-		if sign != 0 {
-			return -f
-		}
-		return f
-	case exp == 31:
-		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
 }
 
 // vecRows: y[o] = W[o] · x for o in [lo, hi). x: [In], y: [Out].
@@ -197,7 +177,7 @@ func (m *mat) dequantRow(o int, dst []float32) {
 			}
 		case safetensors.F16:
 			for i, b := range u16(m.w[o*m.in*2 : (o+1)*m.in*2]) {
-				dst[i] = f16(b)
+				dst[i] = safetensors.F16ToFloat32(b)
 			}
 		case safetensors.F32:
 			r := m.w[o*m.in*4 : (o+1)*m.in*4]

@@ -84,15 +84,15 @@ func attnPrefill(s *sizes, pos0, t int, q, kc, vc, gate, out device.Arg) *device
 		Args: []device.Arg{q, kc, vc, gate, out, inline(s.attnDims(pos0, t, pos0+t, 1))}}
 }
 
-// attentionPlan is layer i's gated attention for step p: a [t, H] → q (with its gate), k, v →
+// attentionPlan is layer i's gated attention for step p: a (the normed input) → q (with its gate), k, v →
 // attn_prep (norms, RoPE, the K/V rows appended to the cache at p.pos) → attention over the cache
 // (split-K in decode, causal in prefill) → o_proj added to the residual h [t, H].
-func (s *Session) attentionPlan(p step, i int, a, h device.Arg) []device.Command {
+func (s *Session) attentionPlan(p step, i int, a normIn, h device.Arg) []device.Command {
 	sz, sc, st, l := &s.e.sizes, s.sc, s.st, &s.e.w.layers[i]
 	n := p.pos + p.t
 	q2, kk, vv, qh, gate, ao := sc.q2.first(p.t), sc.kk.first(p.t), sc.vv.first(p.t), sc.qh.first(p.t), sc.gate.first(p.t), sc.ao.first(p.t)
 	kc, vc := st.kv(st.k[i], n), st.kv(st.v[i], n)
-	cmds := []device.Command{p.linear(l.q, a, q2, false), p.linear(l.k, a, kk, false), p.linear(l.v, a, vv, false),
+	cmds := []device.Command{p.linearIn(l.q, a, q2), p.linearIn(l.k, a, kk), p.linearIn(l.v, a, vv),
 		attnPrep(sz, l, p.pos, p.t, q2, kk, vv, sc.cs.first(p.t), qh, gate, kc, vc)}
 	if p.decode {
 		cmds = append(cmds, attnDecode(sz, n, qh, kc, vc, sc.part.first(cdiv(n, decodeSplit(n, sz.hkv))), gate, ao)...)

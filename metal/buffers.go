@@ -53,9 +53,11 @@ func (l *layout) alloc(dev device.Device, s device.Storage) (device.Buffer, erro
 type scratch struct {
 	h, a, qkv, z, bb, aa, y            *rows
 	q2, kk, vv, qh, gate, ao, part     *rows
-	ids, wts, sgate                    *rows // router: [t, k], [t, k], [t]
+	ids, wts, sgate, rlogits           *rows // router: [t, k], [t, k], [t], [t, E]
 	counts, offsets, cursor, order     *rows // expert grouping
+	tiles                              *rows // [E+1]: the tile32 expert GEMMs' work list
 	act, out, sact, su, shared         *rows // MoE
+	tpids, tpvals, tpstat              *rows // logits top-k parts: [parts, k], [parts, k], [parts, 2]
 	tokIDs, cs, logits, top, topv, lse *rows // device.Shared: per-call inputs and readback
 }
 
@@ -86,12 +88,15 @@ func (e *Model) scratchLayout() (sc *scratch, p, io *layout) {
 	sc.q2, sc.kk, sc.vv = p.take(2*s.hq*s.d, t), p.take(s.hkv*s.d, t), p.take(s.hkv*s.d, t)
 	sc.qh, sc.gate, sc.ao = p.take(s.hq*s.d, t), p.take(s.hq*s.d, t), p.take(s.hq*s.d, t)
 	sc.part = p.take(s.hq*(s.d+2), decodeMaxSplits(e.maxCtx, s.hkv))
-	sc.ids, sc.wts, sc.sgate = p.take(s.k, t), p.take(s.k, t), p.take(1, t)
+	sc.ids, sc.wts, sc.sgate, sc.rlogits = p.take(s.k, t), p.take(s.k, t), p.take(1, t), p.take(s.e, t)
 	sc.counts, sc.offsets, sc.cursor, sc.order = p.take(s.e, 1), p.take(s.e+1, 1), p.take(s.e, 1), p.take(s.k, t)
+	sc.tiles = p.take(s.e+1, 1)
 	st := max(s.inter, s.shared)
 	sc.act = p.take(1, max((s.k+1)*st, t*s.k*s.inter))
 	sc.out = p.take(s.h, t*s.k)
 	sc.sact, sc.su, sc.shared = p.take(s.shared, t), p.take(s.shared, t), p.take(s.h, t)
+	parts := s.logitParts()
+	sc.tpids, sc.tpvals, sc.tpstat = p.take(e.topK, parts), p.take(e.topK, parts), p.take(2, parts)
 	sc.tokIDs, sc.cs = io.take(1, t), io.take(max(s.rot, 1), t)
 	sc.logits, sc.top, sc.topv, sc.lse = io.take(s.v, 1), io.take(e.topK, 1), io.take(e.topK, 1), io.take(1, 1)
 	return sc, p, io

@@ -81,7 +81,7 @@ func CountPlans(w *checkpoint.Weights) (PlanCounts, error) {
 		return PlanCounts{}, errors.New("metal: nil weights")
 	}
 	pd := &planDevice{of: &unlimited{}, threads: map[string]int{}}
-	e, err := newModel(w, pd, min(w.Config.MaxPositionEmbeddings, 4*defaultChunk))
+	e, err := newModel(w, pd, min(w.Config.MaxPositionEmbeddings, 2*maxChunk))
 	if err != nil {
 		return PlanCounts{}, err
 	}

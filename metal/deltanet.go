@@ -40,15 +40,15 @@ func deltanetScan(s *sizes, l *deviceLayer, t int, xc, z, a, b, state, y device.
 		Args: []device.Arg{xc, z, a, b, *l.aLog, *l.dtb, *l.gnorm, state, y, inline(s.deltanetDims(t))}}
 }
 
-// deltanetPlan is layer i's DeltaNet mixer for step p: a [t, H] (normed input) → in_proj_qkv, z, b,
+// deltanetPlan is layer i's DeltaNet mixer for step p: in (the normed input) → in_proj_qkv, z, b,
 // a → the conv (in place, its state carried in the session) → the delta rule + gated norm over the
 // t tokens (its recurrent state carried in the session) → out_proj added to the residual h [t, H].
-func (s *Session) deltanetPlan(p step, i int, a, h device.Arg) []device.Command {
+func (s *Session) deltanetPlan(p step, i int, a normIn, h device.Arg) []device.Command {
 	sz, sc, st, l := &s.e.sizes, s.sc, s.st, &s.e.w.layers[i]
 	qkv, z, y := sc.qkv.first(p.t), sc.z.first(p.t), sc.y.first(p.t)
 	bb, aa := sc.bb.first(p.t), sc.aa.first(p.t)
-	return []device.Command{p.linear(l.qkv, a, qkv, false), p.linear(l.z, a, z, false), p.linear(l.b, a, bb, false),
-		p.linear(l.a, a, aa, false),
+	return []device.Command{p.linearIn(l.qkv, a, qkv), p.linearIn(l.z, a, z), p.linearIn(l.b, a, bb),
+		p.linearIn(l.a, a, aa),
 		deltanetConv(sz, l, p.t, qkv, st.conv[i].first(st.conv[i].n)),
 		deltanetScan(sz, l, p.t, qkv, z, aa, bb, st.ssm[i].first(sz.hv), y),
 		p.linear(l.out, y, h, true)}

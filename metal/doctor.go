@@ -51,7 +51,8 @@ func (d *planDevice) Run(cmds []device.Command) error {
 // pipeline limits size the adaptive kernels. Nothing runs and nothing is uploaded.
 func ThreadNeeds(w *checkpoint.Weights, dev device.Device) (map[string]int, error) {
 	pd := &planDevice{of: dev, threads: map[string]int{}}
-	e, err := newModel(w, pd, defaultChunk+1)
+	// A context one past the largest chunk, so that a full chunk and a decode step both fit.
+	e, err := newModel(w, pd, min(w.Config.MaxPositionEmbeddings, maxChunk+1))
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func ThreadNeeds(w *checkpoint.Weights, dev device.Device) (map[string]int, erro
 		return nil, err
 	}
 	defer s.Close()
-	toks := make([]int32, e.chunk)
+	toks := make([]int32, min(e.chunk, e.maxCtx-1)) // leaves room for the decode step
 	if _, err := s.Prefill(context.Background(), toks, engine.StepOptions{}, nil); err != nil {
 		return nil, err
 	}

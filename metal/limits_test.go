@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 
-// TestLowPipelineLimits runs the engine on an emulator whose router_topk and logits_topk pipelines
+// TestLowPipelineLimits runs the engine on an emulator whose router_softmax_topk and logits_topk_part/_merge pipelines
 // allow fewer than 1,024 threads (as a Metal pipeline that needs many registers reports): the plans
 // must size those dispatches to the limit (the emulator refuses larger ones, as Metal does), and the
 // logits and top-k must still match ref.
@@ -20,16 +21,16 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Skip("builds the kernel emulator with g++; skipped in -short")
 	}
 	ck := openTest(t, "mlx")
-	dev, err := device.NewEmuDeviceOptions(device.EmuOptions{MaxThreads: map[string]int{"router_topk": 64, "logits_topk": 96}})
+	dev, err := device.NewEmuDeviceOptions(device.EmuOptions{MaxThreads: map[string]int{"router_softmax_topk": 64, "logits_topk_part": 96, "logits_topk_merge": 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	if n, err := dev.MaxThreads("router_topk"); err != nil || n != 64 {
-		t.Fatalf("router_topk limit %d, %v", n, err)
+	if n, err := dev.MaxThreads("router_softmax_topk"); err != nil || n != 64 {
+		t.Fatalf("router_softmax_topk limit %d, %v", n, err)
 	}
-	over := &device.Dispatch{Kernel: "logits_topk", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
-		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(dims(1, 1))}}
+	over := &device.Dispatch{Kernel: "logits_topk_part", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
+		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 8)), inline(dims(1, 1, 16*128, 1))}}
 	if err := dev.Run([]device.Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
 		t.Fatalf("a dispatch over the pipeline's limit: %v", err)
 	}
@@ -38,8 +39,8 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if e.sizes.routerLanes != 64 || e.sizes.topkLanes != 96 {
-		t.Fatalf("lanes %d/%d, want 64/96", e.sizes.routerLanes, e.sizes.topkLanes)
+	if e.sizes.routerLanes != 64 || e.sizes.topkLanes != 96 || e.sizes.mergeLanes != 64 {
+		t.Fatalf("lanes %d/%d/%d, want 64/96/64", e.sizes.routerLanes, e.sizes.topkLanes, e.sizes.mergeLanes)
 	}
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
@@ -51,7 +52,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	}
 	defer ms.Close()
 	ctx := context.Background()
-	p := toks(5, 256, 9)
+	p := enginetest.RandomTokens(5, 256, 9)
 	want, err := engine.Logits(rm.NewSession().Prefill(ctx, p, engine.StepOptions{Full: true}, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestLowPipelineLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := relDiff(want, got); d > logitTol {
+	if d := enginetest.SpreadDiff(want, got); d > logitTol {
 		t.Fatalf("logits differ by %g of their range", d)
 	}
 	top, err := ms.readback(engine.StepOptions{TopK: e.topK}) // the GPU's top-k of the same step
@@ -83,5 +84,13 @@ func TestLowPipelineLimits(t *testing.T) {
 	})
 	if ids[0] != order[0] {
 		t.Fatalf("top-1 %d, ref's argmax %d", ids[0], order[0])
+	}
+}
+
+// TestHeadTopKCoversDefaultSampling: the model's default sampling (top_k 20) is served from the GPU's
+// top-k, not from a read-back of the whole vocabulary.
+func TestHeadTopKCoversDefaultSampling(t *testing.T) {
+	if k := engine.ModelDefaults().TopK; k > HeadTopK {
+		t.Fatalf("default sampling's top_k %d exceeds the head's %d: every sampled token reads back the logits", k, HeadTopK)
 	}
 }

@@ -31,18 +31,14 @@ func KVBytes(cfg *checkpoint.Config, ctx int) int64 {
 
 // footprint computes what e needs for w on the device (e's sizes, context, chunk and top-k set).
 func (e *Model) footprint(w *checkpoint.Weights) Footprint {
-	f := Footprint{Ctx: e.maxCtx, KV: KVBytes(e.cfg, e.maxCtx)}
-	big := func(n int64, what string) {
-		if n > f.Largest {
-			f.Largest, f.LargestWhat = n, what
-		}
-	}
+	var weights, largest int64
+	var what string
 	type extent struct{ lo, hi uintptr }
 	files := map[string]*extent{}
 	quantTensors(w, func(t *checkpoint.Tensor) {
 		a := uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))
 		if t.File == "" || len(t.Data) == 0 {
-			f.Weights += int64(len(t.Data))
+			weights += int64(len(t.Data))
 			return
 		}
 		x := files[t.File]
@@ -53,11 +49,25 @@ func (e *Model) footprint(w *checkpoint.Weights) Footprint {
 		x.lo, x.hi = min(x.lo, a), max(x.hi, a+uintptr(len(t.Data)))
 	})
 	for name, x := range files {
-		f.Weights += int64(x.hi - x.lo)
-		big(int64(x.hi-x.lo), "weights of "+name)
+		weights += int64(x.hi - x.lo)
+		if n := int64(x.hi - x.lo); n > largest {
+			largest, what = n, "weights of "+name
+		}
 	}
 	for _, v := range vectors(w) {
-		f.Weights += int64(4*len(v)+255) &^ 255
+		weights += int64(4*len(v)+255) &^ 255
+	}
+	return e.footprintWith(weights, largest, what)
+}
+
+// footprintWith is the footprint of weights bytes of weights (the largest single buffer of them
+// largest bytes, named what) with e's sizes, context, chunk and top-k.
+func (e *Model) footprintWith(weights, largest int64, what string) Footprint {
+	f := Footprint{Ctx: e.maxCtx, KV: KVBytes(e.cfg, e.maxCtx), Weights: weights, Largest: largest, LargestWhat: what}
+	big := func(n int64, what string) {
+		if n > f.Largest {
+			f.Largest, f.LargestWhat = n, what
+		}
 	}
 	s := &e.sizes
 	f.State = 4 * int64(s.dims.Count(checkpoint.LinearAttention)) * int64(s.dims.DeltaNetState())
@@ -70,6 +80,31 @@ func (e *Model) footprint(w *checkpoint.Weights) Footprint {
 	big(int64(p.n), "activations")
 	big(all, "prefill logits")
 	return f
+}
+
+// Prefill chunk sizes: a chunk reads every expert's weights once (nearly every expert is routed
+// some of its tokens), so chunks of maxChunk tokens read them 16× less often than chunks of 128.
+// The activations of a chunk (its MoE slots [t·k, H] above all) and the every-position logits
+// [t, V] grow with it: sizeChunk halves it, down to minChunk, until the footprint fits the device.
+const (
+	maxChunk = 2048
+	minChunk = 128
+)
+
+// sizeChunk sets e.chunk to the largest of maxChunk, maxChunk/2, …, minChunk (none above the
+// context limit) whose footprint foot() fits lim, and returns that footprint; where even minChunk
+// does not fit, the error of checkMemory for it.
+func (e *Model) sizeChunk(foot func() Footprint, lim device.Limits) (Footprint, error) {
+	c := max(1, min(maxChunk, e.maxCtx))
+	for {
+		e.chunk = c
+		f := foot()
+		err := checkMemory(f, lim)
+		if err == nil || c <= minChunk {
+			return f, err
+		}
+		c = max(c/2, minChunk)
+	}
 }
 
 // checkMemory refuses a footprint that does not fit the device's limits, naming the numbers and

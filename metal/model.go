@@ -15,9 +15,10 @@ import (
 const kernelGroup = 64
 
 // Model is the Metal backend: the fast engine's plans (design.md §3) as dispatch sequences on a
-// Device. Decode is one command buffer per token; prefill runs in chunks of prefillChunk tokens,
-// one command buffer per chunk, with tokens grouped by expert on the GPU. The weights are wrapped
-// once (in place, where the device can) and shared by every session.
+// Device. Decode is one command buffer per token; prefill runs in chunks of up to maxChunk tokens
+// (as many as the device's working set allows: sizeChunk), one command buffer per chunk, with
+// tokens grouped by expert on the GPU. The weights are wrapped once (in place, where the device
+// can) and shared by every session.
 //
 // A Model is safe for concurrent use through distinct Sessions (the device serializes their
 // command buffers); one Session is used by one goroutine at a time.
@@ -26,7 +27,7 @@ type Model struct {
 	cfg    *checkpoint.Config
 	maxCtx int
 	chunk  int // prefill tokens per command buffer
-	topK   int // how many ids logits_topk returns per step
+	topK   int // how many ids logits_topk_merge returns per step
 
 	w      deviceWeights
 	wbufs  []device.Buffer // wrapped weight memory and the vector arena, freed by Close
@@ -42,12 +43,12 @@ type Model struct {
 // names the plans were written with (newSizes derives them from dims, nowhere else), with the
 // RMSNorm epsilon and the device's lane counts.
 type sizes struct {
-	dims                              checkpoint.Dims
-	h, v, layers, e, k, inter, shared int
-	hq, hkv, d, rot                   int
-	hk, hv, dk, dv, conv, c           int
-	eps                               float32
-	routerLanes, topkLanes            int // threadgroup sizes router_topk and logits_topk may use on the device
+	dims                               checkpoint.Dims
+	h, v, layers, e, k, inter, shared  int
+	hq, hkv, d, rot                    int
+	hk, hv, dk, dv, conv, c            int
+	eps                                float32
+	routerLanes, topkLanes, mergeLanes int // threadgroup sizes router_softmax_topk, logits_topk_part and _merge may use on the device
 }
 
 // newSizes derives the plans' sizes from c.Dims.
@@ -77,7 +78,7 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	if maxCtx <= 0 {
 		maxCtx = c.MaxPositionEmbeddings
 	}
-	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, chunk: defaultChunk, topK: defaultTopK}
+	e := &Model{dev: dev, cfg: c, maxCtx: maxCtx, topK: HeadTopK}
 	e.rope = rope.New(c.RotaryDim(), c.RopeTheta)
 	e.sizes = newSizes(c)
 	if err := checkLimits(w, &e.sizes); err != nil {
@@ -86,10 +87,11 @@ func newModel(w *checkpoint.Weights, dev device.Device, maxCtx int) (*Model, err
 	if err := e.sizes.pipelineLanes(dev); err != nil {
 		return nil, err
 	}
-	e.foot = e.footprint(w)
-	if err := checkMemory(e.foot, dev.Limits()); err != nil {
+	foot, err := e.sizeChunk(func() Footprint { return e.footprint(w) }, dev.Limits())
+	if err != nil {
 		return nil, err
 	}
+	e.foot = foot
 	if err := e.upload(w); err != nil {
 		e.Close()
 		return nil, err

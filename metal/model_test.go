@@ -6,27 +6,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/checkpoint/checkpointtest"
 	"github.com/lily-engine/lily/internal/engine"
+	"github.com/lily-engine/lily/internal/engine/enginetest"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
 )
 
-// testDims is a tiny model the kernels accept: every input width a multiple of their group of 64.
-func testDims() checkpointtest.Dims {
-	d := checkpointtest.Tiny() // with the kernels' group of 64
-	d.I, d.Is, d.GroupSize = 64, 64, 64
-	return d
-}
-
 func openTest(t *testing.T, layout string) *checkpoint.Checkpoint {
 	t.Helper()
-	d := testDims()
+	d := checkpointtest.TinyG64()
 	dir := t.TempDir()
 	if err := checkpointtest.Write(dir, d.ConfigJSON(layout), d.Specs(layout), 2, 7); err != nil {
 		t.Fatal(err)
@@ -39,30 +32,11 @@ func openTest(t *testing.T, layout string) *checkpoint.Checkpoint {
 	return ck
 }
 
-func toks(n, vocab int, seed uint64) []int32 {
-	r := rand.New(rand.NewPCG(seed, 1))
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(r.IntN(vocab))
-	}
-	return out
-}
-
-// relDiff is max |a−b| over the spread of a.
-func relDiff(a, b []float32) float64 {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	var d float64
-	for i := range a {
-		lo, hi = math.Min(lo, float64(a[i])), math.Max(hi, float64(a[i]))
-		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
-	}
-	return d / math.Max(hi-lo, 1e-30)
-}
-
-// TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
-// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
-// chunks.
-func TestEngineChunksAndEach(t *testing.T) {
+// emuTestModel is the tiny MLX test checkpoint (openTest) as a Model on a fresh emulator device,
+// with sessions of up to maxCtx tokens and a prefill chunk of 4 (so that short prompts cross
+// chunks); the test skips in -short, and everything is closed at its end.
+func emuTestModel(t *testing.T, maxCtx int) (*checkpoint.Checkpoint, *Model) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the kernel emulator with g++ and runs it slowly; skipped in -short")
 	}
@@ -71,13 +45,21 @@ func TestEngineChunksAndEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dev.Close()
-	e, err := newModel(ck.Weights, dev, 64)
+	t.Cleanup(func() { dev.Close() })
+	e, err := newModel(ck.Weights, dev, maxCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	e.chunk = 4 // 10 tokens: chunks of 4, 4, 2
+	t.Cleanup(func() { e.Close() })
+	e.chunk = 4
+	return ck, e
+}
+
+// TestEngineChunksAndEach runs a prefill across several chunks with every position's logits
+// requested, then decodes, on the emulator, against ref; a small chunk makes the prefill cross
+// chunks.
+func TestEngineChunksAndEach(t *testing.T) {
+	ck, e := emuTestModel(t, 64) // 10 tokens: chunks of 4, 4, 2
 	rm, err := ref.New(ck.Weights)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +71,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 	}
 	defer ms.Close()
 	ctx := context.Background()
-	p := toks(10, 256, 3)
+	p := enginetest.RandomTokens(10, 256, 3)
 	var want [][]float32
 	if _, err := rs.Prefill(ctx, p, engine.StepOptions{}, func(i int, l []float32) error {
 		want = append(want, append([]float32(nil), l...))
@@ -102,7 +84,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		if i != seen {
 			t.Fatalf("position %d reported as %d", seen, i)
 		}
-		if d := relDiff(want[i], l); d > logitTol {
+		if d := enginetest.SpreadDiff(want[i], l); d > logitTol {
 			t.Errorf("position %d: logits differ by %g of their range", i, d)
 		}
 		seen++
@@ -111,8 +93,8 @@ func TestEngineChunksAndEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen != len(p) || relDiff(want[len(p)-1], last) > logitTol {
-		t.Fatalf("saw %d positions; last logits differ by %g", seen, relDiff(want[len(p)-1], last))
+	if seen != len(p) || enginetest.SpreadDiff(want[len(p)-1], last) > logitTol {
+		t.Fatalf("saw %d positions; last logits differ by %g", seen, enginetest.SpreadDiff(want[len(p)-1], last))
 	}
 	for _, tok := range []int32{17, 4, 99} {
 		rl, _ := engine.Logits(rs.Decode(ctx, tok, engine.StepOptions{Full: true}))
@@ -120,7 +102,7 @@ func TestEngineChunksAndEach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := relDiff(rl, ml); d > logitTol {
+		if d := enginetest.SpreadDiff(rl, ml); d > logitTol {
 			t.Fatalf("decode at %d after chunked prefill: logits differ by %g of their range", ms.Len()-1, d)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 // decodePlan is one token's command buffer at position s.pos (inputs already uploaded): embed →
-// per layer [rms_norm, the mixer (deltanetPlan or attentionPlan), rms_norm, moePlan] → the head
-// (logitsPlan). Expert ids stay on the GPU.
+// per layer [the mixer (deltanetPlan or attentionPlan), moePlan], each norming the residual inside
+// its first mat-vecs (norm_fused.go) → the head (logitsPlan). Expert ids stay on the GPU.
 func (s *Session) decodePlan() []device.Command {
 	return append(s.layersPlan(step{t: 1, pos: s.pos, decode: true}), s.logitsPlan(s.sc.h.row(0))...)
 }
@@ -19,26 +19,40 @@ func (s *Session) layersPlan(p step) []device.Command {
 	e, sz, sc := s.e, &s.e.sizes, s.sc
 	h, a := sc.h.first(p.t), sc.a.first(p.t)
 	cmds := []device.Command{embedRows(e.w.embed, p.t, sc.tokIDs.first(p.t), h)}
+	// Decode fuses the norms into their consumers; an observer still gets the norm rows, from an
+	// rms_norm into a that no fused consumer reads (norm_fused.go).
+	fused := p.decode
+	norms := !fused || s.obs != nil
 	for i := range e.w.layers {
 		l := &e.w.layers[i]
-		cmds = append(cmds, rmsNorm(p.t, sz.h, h, l.inNorm, a, sz.eps))
-		if l.kind == checkpoint.LinearAttention {
-			cmds = append(cmds, s.deltanetPlan(p, i, a, h)...)
-		} else {
-			cmds = append(cmds, s.attentionPlan(p, i, a, h)...)
+		in := normIn{h: h, a: a, w: l.inNorm, eps: sz.eps, fused: fused}
+		if norms {
+			cmds = append(cmds, rmsNorm(p.t, sz.h, h, l.inNorm, a, sz.eps))
 		}
-		cmds = append(cmds, rmsNorm(p.t, sz.h, h, l.postNorm, a, sz.eps))
-		cmds = append(cmds, s.moePlan(p, i, a, h)...)
+		if l.kind == checkpoint.LinearAttention {
+			cmds = append(cmds, s.deltanetPlan(p, i, in, h)...)
+		} else {
+			cmds = append(cmds, s.attentionPlan(p, i, in, h)...)
+		}
+		in.w = l.postNorm
+		if norms {
+			cmds = append(cmds, rmsNorm(p.t, sz.h, h, l.postNorm, a, sz.eps))
+		}
+		cmds = append(cmds, s.moePlan(p, i, in, h)...)
 	}
 	return cmds
 }
 
-// logitsPlan is the last position's head: final norm of h [H] → lm_head → logits [V] → top-k.
+// logitsPlan is the last position's head: final norm of h [H] fused into the lm_head mat-vec →
+// logits [V] → top-k. An observer gets the norm row from an rms_norm the head does not read.
 func (s *Session) logitsPlan(h device.Arg) []device.Command {
 	e, sz, sc := s.e, &s.e.sizes, s.sc
-	a := sc.a.row(0)
-	return []device.Command{rmsNorm(1, sz.h, h, e.w.final, a, sz.eps), qmv(e.w.lmHead, a, sc.logits.row(0), false),
-		logitsTopK(sz, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))}
+	var head []device.Command
+	if s.obs != nil {
+		head = append(head, rmsNorm(1, sz.h, h, e.w.final, sc.a.row(0), sz.eps))
+	}
+	head = append(head, qmvNorm(e.w.lmHead, h, e.w.final, sc.logits.row(0), sz.eps))
+	return append(head, logitsTopK(sz, sc, e.topK, sc.logits.row(0), sc.top.row(0), sc.topv.row(0), sc.lse.row(0))...)
 }
 
 // prefillPlan is one chunk of t tokens at position s.pos (inputs already uploaded): the decode
@@ -57,9 +71,9 @@ func (s *Session) prefillPlan(t int, all, head bool) []device.Command {
 	}
 	rowsAll := device.Arg{Buf: s.all, Off: 0, Len: 4 * t * sz.v}
 	last := device.Arg{Buf: s.all, Off: 4 * (t - 1) * sz.v, Len: 4 * sz.v}
-	return append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
-		&device.Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v},
-		logitsTopK(sz, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0)))
+	cmds = append(cmds, rmsNorm(t, sz.h, h, e.w.final, a, sz.eps), qmm(e.w.lmHead, t, a, rowsAll, false),
+		&device.Copy{Src: s.all, SrcOff: last.Off, Dst: sc.logits.buf, DstOff: sc.logits.off, N: 4 * sz.v})
+	return append(cmds, logitsTopK(sz, sc, e.topK, last, sc.top.row(0), sc.topv.row(0), sc.lse.row(0))...)
 }
 
 // prefillChunk runs one chunk; off is the index of toks[0] in the caller's prompt. Only the

@@ -13,12 +13,10 @@ import (
 	"github.com/lily-engine/lily/metal/device"
 )
 
-// defaultChunk is how many prompt tokens one prefill command buffer processes.
-const defaultChunk = 128
-
-// defaultTopK is how many candidates logits_topk returns per step: a step asking for more reads
-// back the full logits.
-const defaultTopK = 8
+// HeadTopK is how many candidates logits_topk_merge returns per step: 20, the top_k of the model's
+// default sampling (engine.ModelDefaults), so that sampling with it reads back 20 ids and logits
+// rather than the vocabulary; a step asking for more reads back the full logits.
+const HeadTopK = 20
 
 // Session is one sequence on the device: its recurrent state and KV caches, the chunk
 // activations and the readback buffers. One goroutine uses it at a time.
@@ -109,7 +107,7 @@ func (s *Session) setInputs(toks []int32, pos0 int) error {
 
 // readback is the one place a step's results leave the GPU: the top-k and the log-sum-exp of the
 // last position, and its full logits only when o asks for them or for more candidates than
-// logits_topk returns. (Prefill's each callback, prompt scoring, reads every position's logits in
+// logits_topk_merge returns. (Prefill's each callback, prompt scoring, reads every position's logits in
 // prefillChunk.)
 func (s *Session) readback(o engine.StepOptions) (engine.StepResult, error) {
 	sc, dev := s.sc, s.e.dev

@@ -117,11 +117,11 @@ func (o *observed) delta(p trace.Point, a device.Arg, before, after []float32) e
 // runObserved runs a decode or prefill plan in pieces, reporting each point between them. It finds
 // the points from the plan's own commands: embed first; per layer the input rms_norm (its input
 // is the layer input h, its output the input norm), the mixer's commands, which end by adding into
-// h, the post rms_norm, router_topk, and the MoE's, which end by adding into h; the final rms_norm
-// (in the last prefill chunk and in decode only).
+// h, the post rms_norm, router_softmax_topk, and the MoE's, which end by adding into h; the final
+// rms_norm (in the last prefill chunk and in decode only). In decode the norms are fused into their
+// consumers and these rms_norms write rows only the observer reads (norm_fused.go).
 // A mixer's and a MoE block's outputs are the differences of h around them (the plan never holds
-// them apart), within float32 rounding of h. The router's logits stay in threadgroup memory in
-// router_topk, so an extra qmv per row computes them into the MoE output scratch (unused then).
+// them apart), within float32 rounding of h. The router's logits are router_softmax_topk's input.
 func (o *observed) runObserved() error {
 	e, sz := o.s.e, &o.s.e.sizes
 	var norms, routers []int
@@ -130,7 +130,7 @@ func (o *observed) runObserved() error {
 			switch d.Kernel {
 			case "rms_norm":
 				norms = append(norms, i)
-			case "router_topk":
+			case "router_softmax_topk":
 				routers = append(routers, i)
 			}
 		}
@@ -139,7 +139,7 @@ func (o *observed) runObserved() error {
 	nl := len(e.w.layers)
 	head := len(norms) == 2*nl+1 // a prefill chunk before the last has no final norm and lm_head
 	if !ok || emb.Kernel != "embed" || (len(norms) != 2*nl && !head) || len(routers) != nl {
-		return fmt.Errorf("metal: observed plan: %d rms_norm and %d router_topk dispatches for %d layers", len(norms), len(routers), nl)
+		return fmt.Errorf("metal: observed plan: %d rms_norm and %d router_softmax_topk dispatches for %d layers", len(norms), len(routers), nl)
 	}
 	arg := func(i, j int) device.Arg { return o.cmds[i].(*device.Dispatch).Args[j] }
 	if err := o.runTo(1); err != nil {
@@ -219,26 +219,13 @@ func (o *observed) runObserved() error {
 	return o.runTo(len(o.cmds))
 }
 
-// route reports layer l's router: the ids and weights router_topk (command rt) wrote, and the
-// logits from one extra qmv per row.
+// route reports layer l's router: the logits, ids and weights of router_softmax_topk (command rt).
 func (o *observed) route(l, rt int) error {
-	e, sz, sc := o.s.e, &o.s.e.sizes, o.s.sc
+	e, sz := o.s.e, &o.s.e.sizes
 	d := o.cmds[rt].(*device.Dispatch)
-	x, idsArg, wtsArg := d.Args[6], d.Args[7], d.Args[8]
-	t := x.Len / (4 * sz.h)
-	if t*sz.e > sc.out.width*sc.out.n {
-		return fmt.Errorf("metal: observed plan: no room for %d router logits", t*sz.e)
-	}
-	var cmds []device.Command
-	for i := range t {
-		xi := device.Arg{Buf: x.Buf, Off: x.Off + 4*i*sz.h, Len: 4 * sz.h}
-		yi := device.Arg{Buf: sc.out.buf, Off: sc.out.off + 4*i*sz.e, Len: 4 * sz.e}
-		cmds = append(cmds, qmv(e.w.layers[l].router, xi, yi, false))
-	}
-	if err := e.dev.Run(cmds); err != nil {
-		return err
-	}
-	logits, err := o.read(device.Arg{Buf: sc.out.buf, Off: sc.out.off, Len: 4 * t * sz.e})
+	lg, idsArg, wtsArg := d.Args[0], d.Args[1], d.Args[2]
+	t := lg.Len / (4 * sz.e)
+	logits, err := o.read(lg)
 	if err != nil {
 		return err
 	}

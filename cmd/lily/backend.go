@@ -11,7 +11,6 @@ import (
 	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
-	"github.com/spf13/pflag"
 )
 
 // loaded is an open checkpoint and a backend over it.
@@ -32,14 +31,6 @@ type backendSpec struct {
 	// log receives the startup note on which device the default (no --device) chose and why; nil
 	// drops it.
 	log io.Writer
-}
-
-// addFastFlags registers the fast backend's flags, shared by every command that builds one.
-// The default device's startup note goes to the flag set's output (the command's stderr).
-func addFastFlags(fs *pflag.FlagSet, s *backendSpec) {
-	s.log = fs.Output()
-	fs.StringVar(&s.device, "device", "", "device of the fast backend: cpu, metal or metal-emu (default: metal when a GPU is present, else cpu)")
-	fs.BoolVar(&s.int16, "int16-activations", false, "fast on the cpu: every 4-bit decode mat-vec reads int16 activations (faster without AVX-512 VNNI, slower with it; measured fidelity cost in README)")
 }
 
 // openBackend finds the checkpoint (dir, or the Hugging Face cache when dir is empty), maps it,

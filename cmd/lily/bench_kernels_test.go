@@ -40,7 +40,7 @@ func TestBenchKernelsMetalEmu(t *testing.T) {
 		}
 		seen[k.Kernel] = true
 	}
-	for _, k := range []string{"qmv", "rms_norm", "deltanet_scan", "logits_topk"} {
+	for _, k := range []string{"qmv_norm_4", "qmv_add_4", "router_qmv_norm_8", "moe_gate_up_norm_4", "deltanet_scan", "logits_topk_part", "logits_topk_merge"} {
 		if !seen[k] {
 			t.Errorf("no row for %s", k)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,10 +26,7 @@ import (
 func cmdBench(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	spec := backendSpec{}
-	names := fs.String("backend", "fast", "backends to measure in turn, comma-separated: ref, fast or both (ratios are against the first)")
-	addFastFlags(fs, &spec)
+	mf := addModelFlags(fs, "backends to measure in turn, comma-separated: ref, fast or both (ratios are against the first)", defaultDeviceHelp)
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	repetitions := fs.Int("repetitions", 1, "measurements of each prompt length (the report gives their mean and standard deviation)")
@@ -40,19 +36,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	profPath := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")
 	gpuPeak := fs.Float64("gpu-tflops", perfmodel.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily bench --model DIR --backend ref|fast|ref,fast [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily bench "+modelUsage("ref|fast|ref,fast")+" [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--ctx-size N] [--gpu-tflops T] [--cpuprofile FILE] [--json]")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			printUsage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "lily bench: %v\n", err)
-		printUsage()
-		return 2
+	if code, done := parseFlags(fs, args, "bench", printUsage, stdout, stderr); done {
+		return code
 	}
 	ls, err := parseInts(*lengths)
 	if err != nil || fs.NArg() > 0 || *decode < 1 || *repetitions < 1 {
@@ -66,8 +54,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if *ctxSize == 0 {
 		*ctxSize = longest + *decode
 	}
+	spec := mf.spec
 	spec.ctxSize = *ctxSize
-	specs, err := benchSpecs(*names, spec)
+	specs, err := benchSpecs(*mf.backend, spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "lily bench: %v\n", err)
 		return 2
@@ -76,7 +65,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily bench: %v\n", err)
 		return 1
 	}
-	dir, err := checkpoint.Locate(*model)
+	dir, err := checkpoint.Locate(*mf.dir)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,35 +24,26 @@ func cmdDiff(args []string, stdout, stderr io.Writer) int { return runDiff(args,
 func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) engine.Backend) int {
 	fs := pflag.NewFlagSet("diff", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	backend := fs.String("backend", "fast", "backend under test: fast, metal or metal-emu (the fast backend on that device)")
-	device := fs.String("device", "", "device of the fast backend: cpu, metal or metal-emu (default: cpu, or what --backend names)")
+	mf := addModelFlags(fs, "backend under test: fast, metal or metal-emu (the fast backend on that device)", "cpu, or what --backend names")
 	against := fs.String("against", "ref", "the oracle: ref")
-	prompt := fs.String("prompt", "", "prompt text")
-	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
+	prompt := addPromptFlags(fs)
 	decode := fs.Int("decode", 4, "teacher-forced decode steps after the prefill (the reference's greedy tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (every point at every position)")
 	dump := fs.String("dump", "", "write both backends' intermediates to DIR/<backend>.safetensors")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily diff --model DIR --backend fast|metal|metal-emu [--device D] --against ref (--prompt TEXT | --prompt-ids 1,2,3) [--decode N] [--json] [--dump DIR]")
+		fmt.Fprintln(fs.Output(), "usage: lily diff "+modelUsage("fast|metal|metal-emu")+" [--against ref] (--prompt TEXT | --prompt-ids 1,2,3) [--decode N] [--json] [--dump DIR]")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			printUsage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "lily diff: %v\n", err)
-		printUsage()
-		return 2
+	if code, done := parseFlags(fs, args, "diff", printUsage, stdout, stderr); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "lily diff: "+format+"\n", a...)
 		return 2
 	}
-	spec := backendSpec{name: "fast", device: *device}
+	spec := mf.spec
+	spec.name = "fast"
+	backend := mf.backend
 	switch *backend {
 	case "fast":
 		if spec.device == "" {
@@ -67,13 +57,14 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 	default:
 		return usageErr("unknown --backend %q (want fast, metal or metal-emu)", *backend)
 	}
+	promptErr := prompt.check()
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected arguments %q", fs.Args())
 	case *against != "ref":
 		return usageErr("--against must be ref, the oracle (got %q)", *against)
-	case fs.Changed("prompt") == fs.Changed("prompt-ids"):
-		return usageErr("give exactly one of --prompt and --prompt-ids")
+	case promptErr != nil:
+		return usageErr("%v", promptErr)
 	case *decode < 0:
 		return usageErr("--decode must be ≥ 0")
 	}
@@ -84,18 +75,11 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 		fmt.Fprintf(stderr, "lily diff: %v\n", err)
 		return 1
 	}
-	var ids []int32
-	var err error
-	if fs.Changed("prompt-ids") {
-		if ids, err = parseIDs(*idsFlag); err != nil {
-			return usageErr("--prompt-ids: %v", err)
-		}
-	}
 	// The kernels are what diff checks: fast's fp16 KV cache rounds K and V by 2^-11, which the
 	// DeltaNet layers after an attention layer amplify past the first-order budgets; its own
 	// budget is conformance's whole-model one.
 	spec.kvF32 = true
-	l, err := openBackend(*model, spec)
+	l, err := openBackend(*mf.dir, spec)
 	if err != nil {
 		return fail(err)
 	}
@@ -105,10 +89,9 @@ func runDiff(args []string, stdout, stderr io.Writer, wrap func(engine.Backend) 
 		return fail(err)
 	}
 	defer oracle.Close()
-	if !fs.Changed("prompt-ids") {
-		if ids, err = encodePrompt(l.dir, *prompt, false); err != nil {
-			return fail(err)
-		}
+	ids, err := prompt.tokens(l.dir, false)
+	if err != nil {
+		return fail(err)
 	}
 	got := l.backend
 	if wrap != nil {

@@ -27,7 +27,11 @@ What each FAIL means:
   limits       the device reported no maxBufferLength or recommendedMaxWorkingSetSize.
   abi_probe    a thread/threadgroup position, a buffer bound at a non-zero offset or an inline constant
                did not arrive as the kernels assume: every kernel result is suspect.
+  kernel/NAME  that kernel (or kernel pair), run at the real model's sizes on random data, differs from
+               ref by more than its error budget, or its dispatch failed: the detail names the output
+               and the error. That kernel computes wrong numbers on this GPU; the generation will fail too.
   pipelines    a kernel's pipeline allows fewer threads per threadgroup than the model's plans dispatch.
+  shards       a *.safetensors file of the checkpoint could not be read.
   memory       weights + KV cache at --ctx-size + buffers exceed recommendedMaxWorkingSetSize (lower
                --ctx-size or raise iogpu.wired_limit_mb as the message says), or one buffer exceeds
                maxBufferLength.
@@ -83,7 +87,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "lily doctor: device %s\n", o.device)
 		for _, c := range r.Checks {
-			fmt.Fprintf(stdout, "%-4s  %-13s %s\n", c.Status, c.Name, c.Detail)
+			fmt.Fprintf(stdout, "%-4s  %-20s %s\n", c.Status, c.Name, c.Detail)
 		}
 	}
 	if !r.OK {

@@ -17,7 +17,7 @@ func TestDoctorHelpNamesEveryFail(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, s := range []string{"lily doctor --device metal --model", "MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1",
-		"device ", "limits ", "abi_probe ", "pipelines ", "memory ", "generation ", "iogpu.wired_limit_mb", "--json"} {
+		"device ", "limits ", "abi_probe ", "kernel/NAME ", "pipelines ", "shards ", "memory ", "generation ", "iogpu.wired_limit_mb", "--json"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help lacks %q", s)
 		}
@@ -76,6 +76,11 @@ func TestDoctorEmulator(t *testing.T) {
 	for _, name := range []string{"device", "limits", "abi_probe", "pipelines", "shards", "memory", "weights", "generation"} {
 		if seen[name] != "PASS" {
 			t.Errorf("check %s: %q, want PASS", name, seen[name])
+		}
+	}
+	for _, k := range []string{"qmv_4", "router_8", "attn_decode", "deltanet", "moe_prefill"} {
+		if seen["kernel/"+k] != "PASS" {
+			t.Errorf("check kernel/%s: %q, want PASS", k, seen["kernel/"+k])
 		}
 	}
 	if code != 0 || !r.OK {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,39 +20,33 @@ import (
 func cmdEval(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	spec := backendSpec{}
-	fs.StringVar(&spec.name, "backend", "fast", "backend under test: ref or fast")
+	mf := addModelFlags(fs, "backend under test: ref or fast", defaultDeviceHelp)
 	against := fs.String("against", "ref", "backend to compare with: ref or fast")
-	addFastFlags(fs, &spec)
 	positions := fs.Int("positions", 192, "next-token predictions to compare (the sequence has positions+1 tokens)")
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
 	seed := fs.Uint64("seed", 1, "seed of the random token sequence")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily eval --model DIR --backend fast --against ref [--positions N] [--text FILE] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily eval "+modelUsage("fast|ref")+" [--against ref|fast] [--positions N] [--seed S] [--text FILE] [--json]")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			printUsage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "lily eval: %v\n", err)
-		printUsage()
-		return 2
+	if code, done := parseFlags(fs, args, "eval", printUsage, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 || *positions < 1 {
 		fmt.Fprintln(stderr, "lily eval: --positions must be ≥ 1 and no arguments are taken")
+		return 2
+	}
+	spec, err := mf.single()
+	if err != nil {
+		fmt.Fprintf(stderr, "lily eval: %v\n", err)
 		return 2
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "lily eval: %v\n", err)
 		return 1
 	}
-	l, err := openBackend(*model, spec)
+	l, err := openBackend(*mf.dir, spec)
 	if err != nil {
 		return fail(err)
 	}

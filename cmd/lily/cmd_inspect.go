@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -24,7 +23,7 @@ type inspectReport struct {
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("inspect", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (default: "+checkpoint.DefaultRepo+" in the Hugging Face cache)")
+	model := addModelFlag(fs)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of a table")
 	printUsage := func() {
 		fmt.Fprintf(fs.Output(), "usage: lily inspect [--model DIR] [--json]\n\n"+
@@ -32,16 +31,8 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 			"(total and active per token), stored bytes and the bytes one decode step reads.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			printUsage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "lily inspect: %v\n", err)
-		printUsage()
-		return 2
+	if code, done := parseFlags(fs, args, "inspect", printUsage, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lily inspect: unexpected argument %q\n", fs.Arg(0))

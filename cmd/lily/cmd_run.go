@@ -35,68 +35,49 @@ type tokenLogprob struct {
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "checkpoint directory (default: the MLX checkpoint in the Hugging Face cache)")
-	spec := backendSpec{}
-	fs.StringVar(&spec.name, "backend", "fast", "backend: fast or ref (the slow oracle)")
-	addFastFlags(fs, &spec)
-	prompt := fs.String("prompt", "", "prompt text")
+	mf := addModelFlags(fs, "backend: fast or ref (the slow oracle)", defaultDeviceHelp)
+	prompt := addPromptFlags(fs)
 	chat := fs.Bool("chat", false, "render --prompt as one user turn of the chat template")
-	idsFlag := fs.String("prompt-ids", "", "prompt as comma-separated token ids")
 	maxTokens := fs.Int("max-tokens", 64, "most tokens to generate")
 	topK := fs.Int("logprobs", 0, "also report the K most likely tokens at every step")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily run --model DIR --backend ref (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--logprobs K] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily run "+modelUsage("fast|ref")+" (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--logprobs K] [--json]")
 		fs.PrintDefaults()
 	}
-	fs.Usage = func() {} // pflag would print it on stderr before returning ErrHelp; we print it once
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fs.SetOutput(stdout)
-			printUsage()
-			return 0
-		}
-		fmt.Fprintf(stderr, "lily run: %v\n", err)
-		printUsage()
-		return 2
+	if code, done := parseFlags(fs, args, "run", printUsage, stdout, stderr); done {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "lily run: "+format+"\n", a...)
 		return 2
 	}
+	promptErr := prompt.check()
+	spec, specErr := mf.single()
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected arguments %q", fs.Args())
-	case fs.Changed("prompt") == fs.Changed("prompt-ids"):
-		return usageErr("give exactly one of --prompt and --prompt-ids")
-	case *chat && !fs.Changed("prompt"):
+	case promptErr != nil:
+		return usageErr("%v", promptErr)
+	case *chat && !prompt.isText():
 		return usageErr("--chat needs --prompt")
 	case *maxTokens < 0 || *topK < 0:
 		return usageErr("--max-tokens and --logprobs must be ≥ 0")
-	case spec.name != "ref" && spec.name != "fast":
-		return usageErr("unknown --backend %q (want ref or fast)", spec.name)
+	case specErr != nil:
+		return usageErr("%v", specErr)
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "lily run: %v\n", err)
 		return 1
 	}
-	var ids []int32
-	var err error
-	if fs.Changed("prompt-ids") {
-		if ids, err = parseIDs(*idsFlag); err != nil {
-			return usageErr("--prompt-ids: %v", err)
-		}
-	}
-	var l *loaded
-	l, err = openBackend(*model, spec)
+	l, err := openBackend(*mf.dir, spec)
 	if err != nil {
 		return fail(err)
 	}
 	defer l.close()
-	if !fs.Changed("prompt-ids") {
-		if ids, err = encodePrompt(l.dir, *prompt, *chat); err != nil {
-			return fail(err)
-		}
+	ids, err := prompt.tokens(l.dir, *chat)
+	if err != nil {
+		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -140,6 +121,9 @@ func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, top
 	}
 	e := engine.New(b)
 	defer e.Close()
+	if err := e.Check(r, 0); err != nil {
+		return nil, err
+	}
 	_, err := e.Generate(ctx, r, func(st engine.Step) error {
 		if st.Token == nil {
 			return nil
@@ -159,26 +143,6 @@ func generate(ctx context.Context, b engine.Backend, ids []int32, maxTokens, top
 		return nil, err
 	}
 	return res, nil
-}
-
-// parseIDs parses "1,2,3" (spaces allowed) into token ids.
-func parseIDs(s string) ([]int32, error) {
-	var ids []int32
-	for i, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			return nil, fmt.Errorf("id %d is empty (\"1,,2\" or a trailing comma?)", i+1)
-		}
-		v, err := strconv.ParseInt(f, 10, 32)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("%q is not a token id", f)
-		}
-		ids = append(ids, int32(v))
-	}
-	if len(ids) == 0 {
-		return nil, errors.New("no ids")
-	}
-	return ids, nil
 }
 
 func joinIDs(ids []int32) string {

@@ -101,9 +101,9 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"--model", "d", "--prompt", "x", "--prompt-ids", "1"}, 2, "exactly one"},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--chat"}, 2, "--chat needs --prompt"},
 		{[]string{"--model", "d", "--prompt-ids", "1,a"}, 2, "not a token id"},
-		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "gpu"}, 2, "unknown --backend"},
+		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "gpu"}, 2, `unknown backend "gpu"`},
 		{[]string{"--model", "d", "--prompt-ids", "1", "--backend", "fast"}, 1, "stat d"},
-		{[]string{"--model", "d", "--prompt-ids", "1", "--device", "tpu"}, 1, "stat d"},
+		{[]string{"--model", "d", "--prompt-ids", "1", "--device", "tpu"}, 2, `unknown --device "tpu"`}, // before the checkpoint is read
 	} {
 		var out, errb bytes.Buffer
 		if code := cmdRun(c.args, &out, &errb); code != c.code || !strings.Contains(errb.String(), c.msg) {

@@ -21,8 +21,9 @@ import (
 
 // serveOptions are the flags of `lily serve`.
 type serveOptions struct {
-	model, host      string
-	spec             backendSpec
+	flags            *modelFlags // --model, --backend, --device, --int16-activations
+	host             string
+	spec             backendSpec // the backend the flags name, with --ctx-size
 	port, queue      int
 	apiKey           string
 	maxBody          int64
@@ -34,12 +35,10 @@ type serveOptions struct {
 func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("lily serve", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.model, "model", "", "checkpoint directory (config.json, *.safetensors, tokenizer.json); default: the MLX checkpoint in the Hugging Face cache")
-	fs.StringVar(&o.spec.name, "backend", "fast", "compute backend: fast or ref (the slow oracle)")
-	addFastFlags(fs, &o.spec)
+	o.flags = addModelFlags(fs, "compute backend: fast or ref (the slow oracle)", defaultDeviceHelp)
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address to bind; a loopback address also enables the Host-header allowlist")
 	fs.IntVar(&o.port, "port", 8080, "port to listen on")
-	fs.IntVar(&o.spec.ctxSize, "ctx-size", 0, "context window in tokens (0: the model's maximum)")
+	fs.IntVar(&o.flags.spec.ctxSize, "ctx-size", 0, "context window in tokens (0: the model's maximum)")
 	fs.StringVar(&o.apiKey, "api-key", "", "require the header Authorization: Bearer KEY (default: $LILY_API_KEY, else no key)")
 	fs.IntVar(&o.queue, "queue", 16, "requests that may wait while one runs; more get 503")
 	fs.Int64Var(&o.maxBody, "max-body", 8<<20, "request body limit in bytes")
@@ -48,7 +47,7 @@ func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs.DurationVar(&o.keepAlive, "keep-alive", 5*time.Second, "SSE keep-alive comment interval during long prefills")
 	fs.StringVar(&o.name, "served-model-name", "Qwen3.6-35B-A3B", "model id reported by /v1/models and accepted in requests")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lily serve --model DIR [--backend ref|fast] [--host H] [--port P] [flags]\n\n"+
+		fmt.Fprint(stderr, "usage: lily serve "+modelUsage("fast|ref")+" [--host H] [--port P] [flags]\n\n"+
 			"Serves the model over an OpenAI-compatible HTTP API: /v1/chat/completions, /v1/completions,\n"+
 			"/v1/models, /tokenize, /detokenize, /health, /v1/lily/info; a chat page at /.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -78,8 +77,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lily serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if o.spec.name != "ref" && o.spec.name != "fast" {
-		fmt.Fprintf(stderr, "lily serve: --backend must be ref or fast, not %q\n", o.spec.name)
+	var err error
+	if o.spec, err = o.flags.single(); err != nil {
+		fmt.Fprintf(stderr, "lily serve: %v\n", err)
 		return 2
 	}
 	if o.port < 0 || o.port > 65535 || o.queue < 0 || o.spec.ctxSize < 0 || o.maxBody <= 0 {
@@ -91,7 +91,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	bar := newServeProgress(stderr)
-	m, closeModel, err := openModel(o.model, o.spec, bar.update)
+	m, closeModel, err := openModel(*o.flags.dir, o.spec, bar.update)
 	bar.done()
 	if err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)

@@ -36,7 +36,7 @@ func TestServeFlags(t *testing.T) {
 		{[]string{}, 1, "hf download mlx-community/Qwen3.6-35B-A3B-4bit"},
 		{[]string{"--model", "/nonexistent/lily"}, 1, "no such file"},
 		{[]string{"--model", t.TempDir()}, 1, "config.json"},
-		{[]string{"--device", "tpu", "--backend", "fast", "--model", t.TempDir()}, 1, "config.json"},
+		{[]string{"--device", "tpu", "--backend", "fast", "--model", t.TempDir()}, 2, `unknown --device "tpu"`}, // before the checkpoint is read
 	} {
 		code, _, errs := runServe(tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.msg) {

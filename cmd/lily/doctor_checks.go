@@ -100,13 +100,32 @@ func runDoctor(o doctorOptions) *doctorReport {
 	} else {
 		r.add("abi_probe", "PASS", "positions over a 3×5 grid of 7×3 threads, a window at byte 256, inline constants")
 	}
-	r.add("kernels", "SKIP", "per-kernel checks at the real sizes are not in doctor yet; the generation check runs every kernel against ref")
+	doctorKernels(r, dev)
 	if o.model == "" {
 		r.add("checkpoint", "SKIP", "no --model: pipelines, shards, memory, weights, generation and decode_timing need a checkpoint")
 		return r
 	}
 	doctorCheckpoint(r, dev, o)
 	return r
+}
+
+// doctorKernels runs every kernel of the library at the real model's sizes on random data
+// against ref (metal.CheckKernels) and records one check per table entry, "kernel/<name>".
+func doctorKernels(r *doctorReport, dev device.Device) {
+	rs, err := metal.CheckKernels(dev)
+	if err != nil {
+		r.add("kernels", "FAIL", "%v", err)
+		return
+	}
+	for _, k := range rs {
+		name := "kernel/" + k.Name
+		if k.Err != nil {
+			r.add(name, "FAIL", "%s at %s: %v", strings.Join(k.Kernels, ", "), k.Sizes, k.Err)
+			continue
+		}
+		r.add(name, "PASS", "max relative error %.2g (budget %.2g) at %s; %s in %v",
+			k.MaxRel, k.Budget, k.Sizes, strings.Join(k.Kernels, ", "), k.Elapsed.Round(time.Millisecond))
+	}
 }
 
 // doctorCheckpoint runs the checks that need the checkpoint at o.model.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // benchColdBytes is how much distinct weight data a mat-vec benchmark cycles through: as much as the
@@ -29,7 +31,7 @@ var benchArena = sync.OnceValue(func() (a struct {
 	}
 	a.sb = make([]uint16, benchColdBytes/2) // valid bf16: dense weights, or scales and biases
 	for i := range a.sb {
-		a.sb[i] = ToBF16(float32(r.NormFloat64() * 0.02))
+		a.sb[i] = safetensors.Float32ToBF16(float32(r.NormFloat64() * 0.02))
 	}
 	return a
 })

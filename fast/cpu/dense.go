@@ -1,6 +1,10 @@
 package cpu
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lily-engine/lily/internal/safetensors"
+)
 
 // bf16Task is the pool task of one bf16 dense mat-vec.
 type bf16Task struct {
@@ -37,11 +41,11 @@ func bf16RowsPortable(y []float32, w []uint16, in int, x []float32, lo, hi int) 
 		var s0, s1 float32
 		i := 0
 		for ; i+2 <= in; i += 2 {
-			s0 += BF16(row[i]) * x[i]
-			s1 += BF16(row[i+1]) * x[i+1]
+			s0 += safetensors.BF16ToFloat32(row[i]) * x[i]
+			s1 += safetensors.BF16ToFloat32(row[i+1]) * x[i+1]
 		}
 		if i < in {
-			s0 += BF16(row[i]) * x[i]
+			s0 += safetensors.BF16ToFloat32(row[i]) * x[i]
 		}
 		y[o] = s0 + s1
 	}

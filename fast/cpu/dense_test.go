@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // bf16Tol bounds |y − oracle| relative to Σ|w·x|: float32 accumulation of ≤ 4096 exact products.
@@ -21,7 +23,7 @@ func TestBF16MatVecMatchesOracle(t *testing.T) {
 				r := newRand(rapid.Uint64().Draw(t, "seed"))
 				w := make([]uint16, out*in)
 				for i := range w {
-					w[i] = ToBF16(float32(r.NormFloat64()))
+					w[i] = safetensors.Float32ToBF16(float32(r.NormFloat64()))
 				}
 				x := randVec(r, in)
 				y := make([]float32, out)
@@ -29,7 +31,7 @@ func TestBF16MatVecMatchesOracle(t *testing.T) {
 				for o := range out {
 					var want, mass float64
 					for i := range in {
-						p := float64(BF16(w[o*in+i])) * float64(x[i])
+						p := float64(safetensors.BF16ToFloat32(w[o*in+i])) * float64(x[i])
 						want += p
 						mass += math.Abs(p)
 					}

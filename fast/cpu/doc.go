@@ -35,7 +35,7 @@
 // TestQMatMatIntBudget). Elsewhere, and for 8-bit matrices, the float32 row-block kernels run.
 //
 // A KV cache in fp16 (f16.go): [Kernels.F16Row] converts a K or V row on append (round to nearest
-// even; VCVTPS2PH with AVX-512, bit for bit [ToF16]), and [Kernels.ScoreTileF16] and
+// even; VCVTPS2PH with AVX-512, bit for bit safetensors.Float32ToF16), and [Kernels.ScoreTileF16] and
 // [Kernels.AccumTileF16] widen a block of cached rows (VCVTPH2PS, exact) into the caller's float32
 // scratch and run the float32 tiles on it: the cache reads half the bytes (budget f16KVTol).
 //

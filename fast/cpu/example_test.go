@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/lily-engine/lily/fast/cpu"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // A 4-bit matrix of one row, one group: every q is 3, scale 0.5, bias -1, so every weight is 0.5.
@@ -13,7 +15,7 @@ func Example() {
 	k := cpu.New(p) // SIMD when built with GOEXPERIMENT=simd on an AVX2+FMA CPU
 
 	m := &cpu.QMat{Bits: 4, Out: 1, In: 64, W: make([]byte, 32),
-		Scales: []uint16{cpu.ToBF16(0.5)}, Biases: []uint16{cpu.ToBF16(-1)}}
+		Scales: []uint16{safetensors.Float32ToBF16(0.5)}, Biases: []uint16{safetensors.Float32ToBF16(-1)}}
 	for i := range m.W {
 		m.W[i] = 0x33 // two nibbles of 3
 	}

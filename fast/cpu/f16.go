@@ -1,6 +1,8 @@
 package cpu
 
-import "math"
+import (
+	"github.com/lily-engine/lily/internal/safetensors"
+)
 
 // The KV cache in IEEE half precision (fp16): keys and values are stored as uint16 bit patterns,
 // converted on append (F16Row, round to nearest even) and read back into float32 by the tiles.
@@ -8,66 +10,15 @@ import "math"
 // and values sit far below fp16's largest finite value (65504) and above its smallest normal
 // (6.1e-5) in all but a sliver of their elements, where the absolute error is at most 2^-25.
 
-// ToF16 returns the fp16 bit pattern nearest to f (ties to even); beyond ±65504 it is ±Inf, a NaN
-// stays a NaN.
-func ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23&0xff) - 127 + 15
-	man := b & 0x7fffff
-	switch {
-	case b&0x7fffffff > 0x7f800000: // NaN: keep it quiet
-		return sign | 0x7e00
-	case exp >= 31: // overflow or Inf
-		return sign | 0x7c00
-	case exp <= 0: // subnormal or zero in fp16
-		if exp < -10 {
-			return sign
-		}
-		man |= 0x800000
-		shift := uint32(14 - exp)
-		h := man >> shift
-		rem := man & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && h&1 == 1) {
-			h++
-		}
-		return sign | uint16(h)
-	}
-	h := uint32(exp)<<10 | man>>13
-	rem := man & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-		h++ // may carry into the exponent: still the right value (up to Inf)
-	}
-	return sign | uint16(h)
-}
-
-// F16To32 returns the float32 value of the fp16 bit pattern h (exact).
-func F16To32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && man == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: man·2^-24
-		f := float32(man) * (1.0 / (1 << 24))
-		return math.Float32frombits(sign | math.Float32bits(f))
-	case exp == 31:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-}
-
 func f32ToF16Portable(dst []uint16, src []float32) {
 	for i, f := range src {
-		dst[i] = ToF16(f)
+		dst[i] = safetensors.Float32ToF16(f)
 	}
 }
 
 func f16ToF32Portable(dst []float32, src []uint16) {
 	for i, h := range src {
-		dst[i] = F16To32(h)
+		dst[i] = safetensors.F16ToFloat32(h)
 	}
 }
 

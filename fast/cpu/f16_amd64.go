@@ -17,7 +17,7 @@ func f16ToF32SIMD(dst []float32, src []uint16) {
 }
 
 // f32ToF16SIMD narrows float32 to fp16 16 values at a time with AVX-512 (VCVTPS2PH, round to
-// nearest even: bit for bit ToF16), the tail and CPUs without AVX-512 in plain Go.
+// nearest even: bit for bit safetensors.Float32ToF16), the tail and CPUs without AVX-512 in plain Go.
 func f32ToF16SIMD(dst []uint16, src []float32) {
 	n16 := len(src) &^ 15
 	if n16 > 0 && archsimd.X86.AVX512() {

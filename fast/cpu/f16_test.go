@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // f16KVTol is the fp16 KV tiles' budget against the float32 tiles on the unrounded keys and
@@ -13,55 +15,7 @@ import (
 // 10 mantissa bits, normal range), plus the float32 tile's own opsTol.
 const f16KVTol = 1.0/2048 + opsTol
 
-// TestF16RoundTrip: every fp16 pattern widens exactly and narrows back to itself (NaNs stay NaNs).
-func TestF16RoundTrip(t *testing.T) {
-	for h := range 1 << 16 {
-		f := F16To32(uint16(h))
-		if f != f {
-			if g := ToF16(f); g&0x7c00 != 0x7c00 || g&0x3ff == 0 {
-				t.Fatalf("NaN %#04x narrows to %#04x", h, g)
-			}
-			continue
-		}
-		if g := ToF16(f); g != uint16(h) {
-			t.Fatalf("%#04x → %g → %#04x", h, f, g)
-		}
-	}
-}
-
-// TestF16Rounding: ToF16 is the nearest fp16 (ties to even), checked against the neighbours in
-// float64, over normal, subnormal, overflowing and tie values.
-func TestF16Rounding(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		f := math.Float32frombits(rapid.Uint32().Draw(rt, "bits"))
-		if f != f {
-			return
-		}
-		if rapid.Bool().Draw(rt, "small") { // bring it into fp16's range
-			f = float32(math.Ldexp(float64(f), -int(math.Round(math.Log2(math.Abs(float64(f))+1e-40)))+rapid.IntRange(-26, 16).Draw(rt, "exp")))
-		}
-		h := ToF16(f)
-		got := float64(F16To32(h))
-		x := float64(f)
-		if math.Abs(x) >= 65520 { // past the last rounding boundary: Inf
-			if !math.IsInf(got, int(math.Copysign(1, x))) {
-				rt.Fatalf("%g → %g, want Inf", x, got)
-			}
-			return
-		}
-		for _, nb := range []uint16{h - 1, h + 1} {
-			if nb&0x7c00 == 0x7c00 || (h&0x7fff == 0 && nb == h-1) {
-				continue
-			}
-			alt := float64(F16To32(nb))
-			if da, dg := math.Abs(alt-x), math.Abs(got-x); da < dg || (da == dg && h&1 == 1) {
-				rt.Fatalf("%g → %#04x (%g), but %#04x (%g) is nearer or the even tie", x, h, got, nb, alt)
-			}
-		}
-	})
-}
-
-// TestF16RowSIMD: every variant's F16Row and widening agree bit for bit with ToF16 / F16To32, on
+// TestF16RowSIMD: every variant's F16Row and widening agree bit for bit with safetensors.Float32ToF16 / F16ToFloat32, on
 // lengths around the 16-value vector and values across fp16's range (subnormals, overflow, ties).
 func TestF16RowSIMD(t *testing.T) {
 	p := NewPool(1)
@@ -79,8 +33,8 @@ func TestF16RowSIMD(t *testing.T) {
 			back := make([]float32, n)
 			k.f.fromF16(back, dst)
 			for i, f := range src {
-				if dst[i] != ToF16(f) || math.Float32bits(back[i]) != math.Float32bits(F16To32(dst[i])) {
-					t.Fatalf("%s n %d: [%d] %g → %#04x → %g, want %#04x → %g", name, n, i, f, dst[i], back[i], ToF16(f), F16To32(dst[i]))
+				if dst[i] != safetensors.Float32ToF16(f) || math.Float32bits(back[i]) != math.Float32bits(safetensors.F16ToFloat32(dst[i])) {
+					t.Fatalf("%s n %d: [%d] %g → %#04x → %g, want %#04x → %g", name, n, i, f, dst[i], back[i], safetensors.Float32ToF16(f), safetensors.F16ToFloat32(dst[i]))
 				}
 			}
 		}

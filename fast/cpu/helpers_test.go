@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // randQMat returns a random quantized matrix W: [out, in] with scales of both signs.
@@ -18,8 +20,8 @@ func randQMat(r *rand.Rand, bits, out, in int) *QMat {
 	g := out * m.Groups()
 	m.Scales, m.Biases = make([]uint16, g), make([]uint16, g)
 	for i := range g {
-		m.Scales[i] = ToBF16(float32(r.NormFloat64() * 0.02))
-		m.Biases[i] = ToBF16(float32(r.NormFloat64() * 0.1))
+		m.Scales[i] = safetensors.Float32ToBF16(float32(r.NormFloat64() * 0.02))
+		m.Biases[i] = safetensors.Float32ToBF16(float32(r.NormFloat64() * 0.1))
 	}
 	return m
 }
@@ -56,11 +58,11 @@ func oracleQMatVec(m *QMat, x []float32) (y, mass []float64) {
 	for o := range m.Out {
 		for i := range m.In {
 			g := o*m.Groups() + i/GroupSize
-			w := BF16(m.Scales[g])*float32(oracleQ(m, o, i)) + BF16(m.Biases[g])
+			w := safetensors.BF16ToFloat32(m.Scales[g])*float32(oracleQ(m, o, i)) + safetensors.BF16ToFloat32(m.Biases[g])
 			y[o] += float64(w) * float64(x[i])
 			mass[o] += math.Abs(float64(w)*float64(x[i])) +
-				math.Abs(float64(BF16(m.Scales[g]))*oracleQ(m, o, i)*float64(x[i])) +
-				math.Abs(float64(BF16(m.Biases[g]))*float64(x[i]))
+				math.Abs(float64(safetensors.BF16ToFloat32(m.Scales[g]))*oracleQ(m, o, i)*float64(x[i])) +
+				math.Abs(float64(safetensors.BF16ToFloat32(m.Biases[g]))*float64(x[i]))
 		}
 	}
 	return y, mass

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // minBandwidthBytes is the smallest buffer MeasureReadBandwidth streams: 8× a 32 MiB last-level
@@ -127,7 +129,7 @@ func peakFLOPs(k *Kernels, out, in, t int, d time.Duration) float64 {
 		m.W[i] = byte(i * 131)
 	}
 	for i := range m.Scales {
-		m.Scales[i], m.Biases[i] = ToBF16(0.01), ToBF16(-0.05)
+		m.Scales[i], m.Biases[i] = safetensors.Float32ToBF16(0.01), safetensors.Float32ToBF16(-0.05)
 	}
 	x := make([]float32, t*in)
 	for i := range x {

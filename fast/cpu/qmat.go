@@ -1,9 +1,6 @@
 package cpu
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // GroupSize is the quantization group along the input axis (model.md §3.1).
 const GroupSize = 64
@@ -44,16 +41,4 @@ func (m *QMat) Check() error {
 		return fmt.Errorf("qmat: %d scales, %d biases, want %d", len(m.Scales), len(m.Biases), m.Out*m.Groups())
 	}
 	return nil
-}
-
-// BF16 returns the float32 value of bf16 bits b.
-func BF16(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
-
-// ToBF16 rounds f to the nearest bf16 (ties to even); NaN stays NaN.
-func ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return uint16(u>>16) | 0x40
-	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }

@@ -1,5 +1,7 @@
 package cpu
 
+import "github.com/lily-engine/lily/internal/safetensors"
+
 // qmmRowBlock is the number of output rows dequantized together by the mat-mat: the block's
 // dequantized weights (qmmRowBlock × In float32, 32 KB at In = 2048) stay in L1/L2 while every
 // token row is multiplied with them.
@@ -86,7 +88,7 @@ func dequantRow(dst []float32, m *QMat, o int) {
 	groups, rb := m.Groups(), m.RowBytes()
 	row := m.W[o*rb : (o+1)*rb]
 	for g := range groups {
-		s, b := BF16(m.Scales[o*groups+g]), BF16(m.Biases[o*groups+g])
+		s, b := safetensors.BF16ToFloat32(m.Scales[o*groups+g]), safetensors.BF16ToFloat32(m.Biases[o*groups+g])
 		d := dst[g*GroupSize : (g+1)*GroupSize]
 		if m.Bits == 4 {
 			for j, p := range row[g*32 : g*32+32] {

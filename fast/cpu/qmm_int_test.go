@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // qmmIntTileTol bounds |assembly tile − qmmRecRef| relative to Σ|terms|: both multiply the same
@@ -52,7 +54,7 @@ func qmmIntBudget(m *QMat, x []float32, o, n int, mass float64) float64 {
 			qs += oracleQ(m, o, i)
 		}
 		dl, _ := limbScaleOf(amax)
-		budget += math.Abs(float64(BF16(m.Scales[o*m.Groups()+g]))) * float64(dl) * limbError(n) * qs
+		budget += math.Abs(float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g]))) * float64(dl) * limbError(n) * qs
 	}
 	return budget + qmmTol*mass
 }
@@ -192,7 +194,7 @@ func qmmRecRef(m *QMat, o int, rec []byte, n int, shift uint) float32 {
 		blk := rec[b*recBlockBytes : (b+1)*recBlockBytes]
 		sums := float32View(blk[recSumOff:])
 		for j := range 8 {
-			lanes[j] += BF16(m.Biases[o*groups+8*b+j]) * sums[j]
+			lanes[j] += safetensors.BF16ToFloat32(m.Biases[o*groups+8*b+j]) * sums[j]
 		}
 		for p := range 4 {
 			pair := 4*b + p
@@ -210,7 +212,7 @@ func qmmRecRef(m *QMat, o int, rec []byte, n int, shift uint) float32 {
 						acc += int32(pb&15)*int32(ev[4*lane+k]) + int32(pb>>4)*int32(od[4*lane+k])
 					}
 				}
-				s := BF16(m.Scales[o*groups+2*pair+lane/8])
+				s := safetensors.BF16ToFloat32(m.Scales[o*groups+2*pair+lane/8])
 				lanes[lane] += float32(acc) * pat[lane] * s
 			}
 		}

@@ -5,6 +5,8 @@ package cpu
 import (
 	"simd/archsimd"
 	"unsafe"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // groupTable holds one row's per-group scales (row 0) and biases (row 1) as float32, padded for
@@ -18,8 +20,8 @@ func dequantRowSIMD(dst []float32, m *QMat, o int, tb *groupTable) {
 	groups, rb := m.Groups(), m.RowBytes()
 	archsimd.ClearAVXUpperBits()
 	for g := range groups {
-		tb[0][g] = BF16(m.Scales[o*groups+g])
-		tb[1][g] = BF16(m.Biases[o*groups+g])
+		tb[0][g] = safetensors.BF16ToFloat32(m.Scales[o*groups+g])
+		tb[1][g] = safetensors.BF16ToFloat32(m.Biases[o*groups+g])
 	}
 	row := unsafe.Pointer(unsafe.SliceData(m.W[o*rb : (o+1)*rb]))
 	pd := unsafe.Pointer(unsafe.SliceData(dst[:m.In]))
@@ -60,8 +62,8 @@ func dequantRow4x512(dst []float32, m *QMat, o int, tb *groupTable, pc *perm512)
 	groups, rb := m.Groups(), m.RowBytes()
 	archsimd.ClearAVXUpperBits()
 	for g := range groups {
-		tb[0][g] = BF16(m.Scales[o*groups+g])
-		tb[1][g] = BF16(m.Biases[o*groups+g])
+		tb[0][g] = safetensors.BF16ToFloat32(m.Scales[o*groups+g])
+		tb[1][g] = safetensors.BF16ToFloat32(m.Biases[o*groups+g])
 	}
 	row := unsafe.Pointer(unsafe.SliceData(m.W[o*rb : (o+1)*rb]))
 	pd := unsafe.Pointer(unsafe.SliceData(dst[:m.In]))

@@ -1,5 +1,7 @@
 package cpu
 
+import "github.com/lily-engine/lily/internal/safetensors"
+
 // qmvRowsPortable computes rows [lo, hi) of the fused-dequantization mat-vec:
 // y: [Out] = W: [Out, In] · x: [In], y[o] = Σ_g scale[o,g]·(Σ_i x_i·q_i) + bias[o,g]·(Σ_i x_i).
 // One call handles whole rows; the float32 accumulation per group is in element order.
@@ -25,7 +27,7 @@ func qmvRowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
 					d1 += x[j+1] * float32(p[j+1])
 				}
 			}
-			acc += BF16(sc[g])*(d0+d1) + BF16(bi[g])*v.sum[g]
+			acc += safetensors.BF16ToFloat32(sc[g])*(d0+d1) + safetensors.BF16ToFloat32(bi[g])*v.sum[g]
 		}
 		y[o] = acc
 	}
@@ -46,7 +48,7 @@ func qmvQ16RowsPortable(y []float32, m *QMat, v *Vec, lo, hi int) {
 			for j, b := range row[g*32 : g*32+32] {
 				s += int32(q[j])*int32(b&15) + int32(q[32+j])*int32(b>>4) // ≤ 64·15·32767: fits
 			}
-			acc += BF16(sc[g])*(v.d[g]*float32(s)+v.corr[g]) + BF16(bi[g])*v.sum[g]
+			acc += safetensors.BF16ToFloat32(sc[g])*(v.d[g]*float32(s)+v.corr[g]) + safetensors.BF16ToFloat32(bi[g])*v.sum[g]
 		}
 		y[o] = acc
 	}

@@ -5,6 +5,8 @@ package cpu
 import (
 	"simd/archsimd"
 	"unsafe"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // Thread mapping of the SIMD mat-vecs: the pool hands each worker ranges of rows that start at a
@@ -119,12 +121,12 @@ func prepRow(sf *[sfLen]float32, m *QMat, v *Vec, o int, kind qmvKind) float32 {
 	sc, bi := m.Scales[o*groups:(o+1)*groups], m.Biases[o*groups:(o+1)*groups]
 	var b float32
 	for g := range groups {
-		sf[g] = BF16(sc[g])
+		sf[g] = safetensors.BF16ToFloat32(sc[g])
 		if kind >= kindQ4A16 {
 			b += sf[g] * v.corr[g]
 			sf[g] *= v.d[g]
 		}
-		b += BF16(bi[g]) * v.sum[g]
+		b += safetensors.BF16ToFloat32(bi[g]) * v.sum[g]
 	}
 	return b
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // qmvTol bounds |y − oracle| relative to Σ|terms| (the weight·x products and the fused scale·q·x and
@@ -70,7 +72,7 @@ func TestQMatVecQ16Budget(t *testing.T) {
 						for i := g * GroupSize; i < (g+1)*GroupSize; i++ {
 							qs += math.Abs(oracleQ(m, o, i) - qMid)
 						}
-						budget += math.Abs(float64(BF16(m.Scales[o*m.Groups()+g]))) * float64(v.d[g]) / 2 * qs
+						budget += math.Abs(float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g]))) * float64(v.d[g]) / 2 * qs
 					}
 					if d := math.Abs(float64(y[o]) - want[o]); d > budget+qmvTol*mass[o] {
 						t.Fatalf("[%d,%d]: y[%d] = %g, oracle %g (|Δ| %g > budget %g)", out, in, o, y[o], want[o], d, budget)
@@ -111,7 +113,7 @@ func TestQMatVecLimbBudget(t *testing.T) {
 						for i := g * GroupSize; i < (g+1)*GroupSize; i++ {
 							qs += oracleQ(m, o, i)
 						}
-						budget += math.Abs(float64(BF16(m.Scales[o*m.Groups()+g]))) * float64(v.dl[g]) / 2 * qs
+						budget += math.Abs(float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g]))) * float64(v.dl[g]) / 2 * qs
 					}
 					d := math.Abs(float64(y[o]) - want[o])
 					worst = math.Max(worst, d/rms)
@@ -202,7 +204,7 @@ func TestQMatVecQ16Formula(t *testing.T) {
 							s += p
 							sAbs += max(p, -p)
 						}
-						sc, bi := float64(BF16(m.Scales[o*m.Groups()+g])), float64(BF16(m.Biases[o*m.Groups()+g]))
+						sc, bi := float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g])), float64(safetensors.BF16ToFloat32(m.Biases[o*m.Groups()+g]))
 						term := sc*(float64(v.d[g])*float64(s)+float64(v.corr[g])) + bi*float64(v.sum[g])
 						want += term
 						mass += math.Abs(sc*float64(v.d[g])*float64(sAbs)) + math.Abs(sc*float64(v.corr[g])) + math.Abs(bi*float64(v.sum[g]))

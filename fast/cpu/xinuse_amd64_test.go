@@ -5,6 +5,8 @@ package cpu
 import (
 	"runtime"
 	"testing"
+
+	"github.com/lily-engine/lily/internal/safetensors"
 )
 
 // Upper vector state bits of XINUSE that slow legacy SSE code: AVX (upper YMM halves) and the
@@ -39,7 +41,7 @@ func TestKernelsLeaveUpperStateClean(t *testing.T) {
 	vodd.PrepareQ16(x[:3*GroupSize])
 	w16 := make([]uint16, 40*in)
 	for i := range w16 {
-		w16[i] = ToBF16(float32(r.NormFloat64()))
+		w16[i] = safetensors.Float32ToBF16(float32(r.NormFloat64()))
 	}
 	xs := randVec(r, 5*in)
 	ys := make([]float32, 5*40)

@@ -1,77 +1,19 @@
 package checkpoint
 
-import "github.com/lily-engine/lily/internal/tensortable"
+import (
+	"github.com/lily-engine/lily/internal/hfconfig"
+	"github.com/lily-engine/lily/internal/tensortable"
+)
 
-// Config is the validated text configuration of the model (model.md §1), with transformers'
-// defaults applied. Field names follow config.json; derived sizes are methods.
-type Config struct {
-	HiddenSize            int         // hidden_size (H)
-	NumLayers             int         // num_hidden_layers
-	LayerTypes            []LayerKind // layer_types, len NumLayers
-	VocabSize             int         // vocab_size
-	NumHeads              int         // num_attention_heads (Hq)
-	NumKVHeads            int         // num_key_value_heads (Hkv)
-	HeadDim               int         // head_dim (D)
-	LinearNumKeyHeads     int         // linear_num_key_heads (Hk)
-	LinearNumValueHeads   int         // linear_num_value_heads (Hv)
-	LinearKeyHeadDim      int         // linear_key_head_dim (Dk)
-	LinearValueHeadDim    int         // linear_value_head_dim (Dv)
-	LinearConvKernel      int         // linear_conv_kernel_dim (K)
-	NumExperts            int         // num_experts (E)
-	NumExpertsPerTok      int         // num_experts_per_tok (top-k)
-	MoEIntermediate       int         // moe_intermediate_size (I)
-	SharedIntermediate    int         // shared_expert_intermediate_size (Is)
-	RMSNormEps            float64     // rms_norm_eps
-	RopeTheta             float64     // rope_parameters.rope_theta
-	PartialRotaryFactor   float64     // partial_rotary_factor
-	MaxPositionEmbeddings int         // max_position_embeddings
-	TieWordEmbeddings     bool        // tie_word_embeddings
+// Config is the validated text configuration of the model (hfconfig.Config).
+type Config = hfconfig.Config
 
-	// EOSTokenIDs are the stop ids: generation_config.json eos_token_id when present, else config's.
-	EOSTokenIDs []int
-	BOSTokenID  int // -1 when absent
+// Quantization is the config's "quantization" block (hfconfig.Quantization).
+type Quantization = hfconfig.Quantization
 
-	// Quant is nil for an unquantized checkpoint.
-	Quant *Quantization
-}
-
-// Quantization is the config's "quantization" (or "quantization_config") block.
-type Quantization struct {
-	Bits      int
-	GroupSize int
-	Mode      string                 // "affine" (missing in older mlx-lm output means affine)
-	Overrides map[string]QuantParams // module path (without ".weight") -> its own bits/group size
-}
-
-// QuantParams are the bits and group size of one module.
-type QuantParams struct {
-	Bits      int
-	GroupSize int
-}
+// QuantParams are the bits and group size of one module (hfconfig.QuantParams).
+type QuantParams = hfconfig.QuantParams
 
 // Dims are the model's sizes (model.md §1.2), the one struct every engine, the performance model
 // and the memory budget read them from; Config.Dims derives them.
 type Dims = tensortable.Dims
-
-// Dims is the config's sizes. Its LayerTypes aliases c.LayerTypes.
-func (c *Config) Dims() Dims {
-	return Dims{H: c.HiddenSize, Vocab: c.VocabSize, LayerTypes: c.LayerTypes,
-		Hq: c.NumHeads, Hkv: c.NumKVHeads, D: c.HeadDim, Rot: c.RotaryDim(),
-		Hk: c.LinearNumKeyHeads, Hv: c.LinearNumValueHeads, Dk: c.LinearKeyHeadDim, Dv: c.LinearValueHeadDim,
-		K: c.LinearConvKernel, E: c.NumExperts, TopK: c.NumExpertsPerTok, I: c.MoEIntermediate, Is: c.SharedIntermediate}
-}
-
-// RotaryDim is the number of leading head dims RoPE rotates: HeadDim * PartialRotaryFactor.
-func (c *Config) RotaryDim() int { return int(float64(c.HeadDim) * c.PartialRotaryFactor) }
-
-// ConvDim is the DeltaNet conv channel count (Dims.ConvDim).
-func (c *Config) ConvDim() int { return c.Dims().ConvDim() }
-
-// KeyDim is the DeltaNet query/key width (Dims.KeyDim).
-func (c *Config) KeyDim() int { return c.Dims().KeyDim() }
-
-// ValueDim is the DeltaNet value width (Dims.ValueDim).
-func (c *Config) ValueDim() int { return c.Dims().ValueDim() }
-
-// NumLayersOf counts the layers of one kind (Dims.Count).
-func (c *Config) NumLayersOf(k LayerKind) int { return c.Dims().Count(k) }

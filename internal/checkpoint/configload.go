@@ -8,33 +8,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lily-engine/lily/internal/hfconfig"
 	"github.com/lily-engine/lily/internal/safefile"
 	"github.com/lily-engine/lily/internal/tensortable"
 )
 
-// Transformers' Qwen3_5MoeTextConfig defaults (configuration_qwen3_5_moe.py), applied to fields a
-// config.json leaves out. The real checkpoint sets all of them explicitly except where noted.
-var textDefaults = map[string]int{
-	"vocab_size":                      248320,
-	"hidden_size":                     2048,
-	"num_hidden_layers":               40,
-	"num_attention_heads":             16,
-	"num_key_value_heads":             2,
-	"head_dim":                        256,
-	"linear_conv_kernel_dim":          4,
-	"linear_key_head_dim":             128,
-	"linear_value_head_dim":           128,
-	"linear_num_key_heads":            16,
-	"linear_num_value_heads":          32,
-	"moe_intermediate_size":           512,
-	"shared_expert_intermediate_size": 512,
-	"num_experts_per_tok":             8,
-	"num_experts":                     256,
-	"max_position_embeddings":         32768, // class default; the checkpoint says 262144
-	"full_attention_interval":         4,
-}
-
+// Transformers' Qwen3_5MoeTextConfig defaults for the non-integer fields a config.json leaves out
+// (the integer sizes' defaults are in intKeys).
 const (
+	defaultFullAttnInterval    = 4
 	defaultRMSNormEps          = 1e-6
 	defaultRopeTheta           = 10000.0 // transformers' RoPE default; the checkpoint says 1e7
 	defaultPartialRotaryFactor = 0.25
@@ -71,7 +53,7 @@ func ParseConfig(configJSON, generationJSON []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	text, err := top.objectField("text_config")
+	text, err := top.objectField(hfconfig.KeyTextConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -83,29 +65,17 @@ func ParseConfig(configJSON, generationJSON []byte) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{BOSTokenID: -1}
-	ints := []struct {
-		dst *int
-		key string
-	}{
-		{&c.VocabSize, "vocab_size"}, {&c.HiddenSize, "hidden_size"}, {&c.NumLayers, "num_hidden_layers"},
-		{&c.NumHeads, "num_attention_heads"}, {&c.NumKVHeads, "num_key_value_heads"}, {&c.HeadDim, "head_dim"},
-		{&c.LinearConvKernel, "linear_conv_kernel_dim"}, {&c.LinearKeyHeadDim, "linear_key_head_dim"},
-		{&c.LinearValueHeadDim, "linear_value_head_dim"}, {&c.LinearNumKeyHeads, "linear_num_key_heads"},
-		{&c.LinearNumValueHeads, "linear_num_value_heads"}, {&c.MoEIntermediate, "moe_intermediate_size"},
-		{&c.SharedIntermediate, "shared_expert_intermediate_size"}, {&c.NumExpertsPerTok, "num_experts_per_tok"},
-		{&c.NumExperts, "num_experts"}, {&c.MaxPositionEmbeddings, "max_position_embeddings"},
-	}
-	for _, f := range ints {
-		v, err := text.intField(f.key, textDefaults[f.key])
+	for _, f := range c.IntKeys() {
+		v, err := text.intField(f.Key, f.Default)
 		if err != nil {
 			return nil, err
 		}
-		if v < 1 || (v > maxDim && f.key != "max_position_embeddings") {
-			return nil, fmt.Errorf("%s = %d is out of range", f.key, v)
+		if v < 1 || (v > maxDim && f.Field != &c.MaxPositionEmbeddings) {
+			return nil, fmt.Errorf("%s = %d is out of range", f.Key, v)
 		}
-		*f.dst = v
+		*f.Field = v
 	}
-	if c.RMSNormEps, err = text.floatField("rms_norm_eps", defaultRMSNormEps); err != nil {
+	if c.RMSNormEps, err = text.floatField(hfconfig.KeyRMSNormEps, defaultRMSNormEps); err != nil {
 		return nil, err
 	}
 	if !(c.RMSNormEps > 0 && c.RMSNormEps < 1) {
@@ -137,16 +107,16 @@ func ParseConfig(configJSON, generationJSON []byte) (*Config, error) {
 
 // checkModelType rejects configs of other architectures; a missing model_type is accepted.
 func checkModelType(top, text object, nested bool) error {
-	mt, err := top.stringField("model_type", "")
+	mt, err := top.stringField(hfconfig.KeyModelType, "")
 	if err != nil {
 		return err
 	}
-	ok := map[string]bool{"": true, "qwen3_5_moe": true, "qwen3_5_moe_text": true}
+	ok := map[string]bool{"": true, hfconfig.ModelType: true, hfconfig.TextModelType: true}
 	if !ok[mt] {
 		return fmt.Errorf("model_type %q is not qwen3_5_moe (Qwen3.5/3.6 MoE)", mt)
 	}
 	if nested {
-		tmt, err := text.stringField("model_type", "")
+		tmt, err := text.stringField(hfconfig.KeyModelType, "")
 		if err != nil {
 			return fmt.Errorf("text_config.%w", err)
 		}
@@ -161,25 +131,25 @@ func checkModelType(top, text object, nested bool) error {
 // config) wins over text_config.
 func parseTie(c *Config, top, text object, nested bool) error {
 	var err error
-	if c.TieWordEmbeddings, err = text.boolField("tie_word_embeddings", false); err != nil {
+	if c.TieWordEmbeddings, err = text.boolField(hfconfig.KeyTieWordEmbeddings, false); err != nil {
 		return err
 	}
-	if nested && top.has("tie_word_embeddings") {
-		c.TieWordEmbeddings, err = top.boolField("tie_word_embeddings", false)
+	if nested && top.has(hfconfig.KeyTieWordEmbeddings) {
+		c.TieWordEmbeddings, err = top.boolField(hfconfig.KeyTieWordEmbeddings, false)
 	}
 	return err
 }
 
 // checkFixedChoices rejects settings the model code does not implement.
 func checkFixedChoices(text object) error {
-	act, err := text.stringField("hidden_act", "silu")
+	act, err := text.stringField(hfconfig.KeyHiddenAct, hfconfig.HiddenAct)
 	if err != nil {
 		return err
 	}
-	if act != "silu" {
+	if act != hfconfig.HiddenAct {
 		return fmt.Errorf("hidden_act %q is not supported (only silu)", act)
 	}
-	bias, err := text.boolField("attention_bias", false)
+	bias, err := text.boolField(hfconfig.KeyAttentionBias, false)
 	if err != nil {
 		return err
 	}
@@ -192,8 +162,8 @@ func checkFixedChoices(text object) error {
 // parseLayerTypes reads layer_types, or builds it from full_attention_interval as transformers
 // does: layer i is full attention iff (i+1) % interval == 0.
 func parseLayerTypes(text object, n int) ([]LayerKind, error) {
-	if !text.has("layer_types") {
-		iv, err := text.intField("full_attention_interval", textDefaults["full_attention_interval"])
+	if !text.has(hfconfig.KeyLayerTypes) {
+		iv, err := text.intField(hfconfig.KeyFullAttnInterval, defaultFullAttnInterval)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +173,7 @@ func parseLayerTypes(text object, n int) ([]LayerKind, error) {
 		return tensortable.Interleaved(n, iv), nil
 	}
 	var names []string
-	if err := json.Unmarshal(text["layer_types"], &names); err != nil {
+	if err := json.Unmarshal(text[hfconfig.KeyLayerTypes], &names); err != nil {
 		return nil, fmt.Errorf("layer_types: want a list of strings: %w", err)
 	}
 	if len(names) != n {
@@ -226,38 +196,38 @@ func parseLayerTypes(text object, n int) ([]LayerKind, error) {
 // parseRope reads rope_parameters (or legacy rope_scaling); rope_theta and partial_rotary_factor
 // may also sit at the top of the text config, where they apply when rope_parameters lacks them.
 func parseRope(c *Config, text object) error {
-	rp, err := text.objectField("rope_parameters")
+	rp, err := text.objectField(hfconfig.KeyRopeParameters)
 	if err != nil {
 		return err
 	}
 	if rp == nil {
-		if rp, err = text.objectField("rope_scaling"); err != nil {
+		if rp, err = text.objectField(hfconfig.KeyRopeScaling); err != nil {
 			return err
 		}
 	}
 	if rp == nil {
 		rp = object{}
 	}
-	rt, err := rp.stringField("rope_type", "default")
+	rt, err := rp.stringField(hfconfig.KeyRopeType, hfconfig.RopeDefault)
 	if err != nil {
 		return fmt.Errorf("rope_parameters.%w", err)
 	}
-	if rt == "default" && rp.has("type") {
-		rt, _ = rp.stringField("type", "default")
+	if rt == hfconfig.RopeDefault && rp.has("type") {
+		rt, _ = rp.stringField("type", hfconfig.RopeDefault)
 	}
-	if rt != "default" {
+	if rt != hfconfig.RopeDefault {
 		return fmt.Errorf("rope_parameters.rope_type %q is not supported (only default)", rt)
 	}
-	if c.RopeTheta, err = text.floatField("rope_theta", defaultRopeTheta); err != nil {
+	if c.RopeTheta, err = text.floatField(hfconfig.KeyRopeTheta, defaultRopeTheta); err != nil {
 		return err
 	}
-	if c.RopeTheta, err = rp.floatField("rope_theta", c.RopeTheta); err != nil {
+	if c.RopeTheta, err = rp.floatField(hfconfig.KeyRopeTheta, c.RopeTheta); err != nil {
 		return fmt.Errorf("rope_parameters.%w", err)
 	}
-	if c.PartialRotaryFactor, err = text.floatField("partial_rotary_factor", defaultPartialRotaryFactor); err != nil {
+	if c.PartialRotaryFactor, err = text.floatField(hfconfig.KeyPartialRotary, defaultPartialRotaryFactor); err != nil {
 		return err
 	}
-	if c.PartialRotaryFactor, err = rp.floatField("partial_rotary_factor", c.PartialRotaryFactor); err != nil {
+	if c.PartialRotaryFactor, err = rp.floatField(hfconfig.KeyPartialRotary, c.PartialRotaryFactor); err != nil {
 		return fmt.Errorf("rope_parameters.%w", err)
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
@@ -271,19 +241,9 @@ func parseRope(c *Config, text object) error {
 	return nil
 }
 
-// checkHeads checks that attention and DeltaNet heads group evenly and top-k fits.
-func checkHeads(c *Config) error {
-	switch {
-	case c.NumHeads%c.NumKVHeads != 0:
-		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
-	case c.LinearNumValueHeads%c.LinearNumKeyHeads != 0:
-		return fmt.Errorf("linear_num_value_heads %d is not a multiple of linear_num_key_heads %d",
-			c.LinearNumValueHeads, c.LinearNumKeyHeads)
-	case c.NumExpertsPerTok > c.NumExperts:
-		return fmt.Errorf("num_experts_per_tok %d exceeds num_experts %d", c.NumExpertsPerTok, c.NumExperts)
-	}
-	return nil
-}
+// checkHeads checks that attention and DeltaNet heads group evenly and top-k fits
+// (Dims.CheckGroups).
+func checkHeads(c *Config) error { return c.Dims().CheckGroups() }
 
 // genError marks an error in generation_config.json.
 type genError struct{ err error }
@@ -294,10 +254,10 @@ func (e genError) Unwrap() error { return e.err }
 // parseTokenIDs reads bos/eos from the text config, with generation_config.json's eos winning.
 func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 	var err error
-	if c.BOSTokenID, err = text.intField("bos_token_id", -1); err != nil {
+	if c.BOSTokenID, err = text.intField(hfconfig.KeyBOSTokenID, -1); err != nil {
 		return err
 	}
-	if c.EOSTokenIDs, err = text.intList("eos_token_id"); err != nil {
+	if c.EOSTokenIDs, err = text.intList(hfconfig.KeyEOSTokenID); err != nil {
 		return err
 	}
 	eosFromGen := false
@@ -306,14 +266,14 @@ func parseTokenIDs(c *Config, text object, generationJSON []byte) error {
 		if err != nil {
 			return genError{err}
 		}
-		if gen.has("eos_token_id") {
-			if c.EOSTokenIDs, err = gen.intList("eos_token_id"); err != nil {
+		if gen.has(hfconfig.KeyEOSTokenID) {
+			if c.EOSTokenIDs, err = gen.intList(hfconfig.KeyEOSTokenID); err != nil {
 				return genError{err}
 			}
 			eosFromGen = true
 		}
 		if c.BOSTokenID < 0 {
-			if c.BOSTokenID, err = gen.intField("bos_token_id", -1); err != nil {
+			if c.BOSTokenID, err = gen.intField(hfconfig.KeyBOSTokenID, -1); err != nil {
 				return genError{err}
 			}
 		}

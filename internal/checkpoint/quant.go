@@ -4,16 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-)
 
-// Params returns the bits and group size of the module at path (its stored name without
-// ".weight"): the per-module override when the config has one, else the global setting.
-func (q *Quantization) Params(path string) QuantParams {
-	if p, ok := q.Overrides[path]; ok {
-		return p
-	}
-	return QuantParams{Bits: q.Bits, GroupSize: q.GroupSize}
-}
+	"github.com/lily-engine/lily/internal/hfconfig"
+)
 
 // parseQuantization reads "quantization" (mlx-lm) or "quantization_config" (its copy, or an HF
 // quantizer's block), at the top level or inside text_config. nil means unquantized.
@@ -21,7 +14,7 @@ func parseQuantization(top, text object) (*Quantization, error) {
 	var block object
 	var key string
 	for _, o := range []object{top, text} {
-		for _, k := range []string{"quantization", "quantization_config"} {
+		for _, k := range []string{hfconfig.KeyQuantization, hfconfig.KeyQuantizationConfig} {
 			if block == nil && o.has(k) {
 				b, err := o.objectField(k)
 				if err != nil {
@@ -34,16 +27,16 @@ func parseQuantization(top, text object) (*Quantization, error) {
 	if block == nil {
 		return nil, nil
 	}
-	if block.has("quant_method") && !block.has("bits") {
-		m, _ := block.stringField("quant_method", "")
+	if block.has(hfconfig.KeyQuantMethod) && !block.has(hfconfig.KeyBits) {
+		m, _ := block.stringField(hfconfig.KeyQuantMethod, "")
 		return nil, fmt.Errorf("%s: quant_method %q is not supported (only MLX affine)", key, m)
 	}
 	q := &Quantization{Overrides: map[string]QuantParams{}}
 	var err error
-	if q.Mode, err = block.stringField("mode", "affine"); err != nil {
+	if q.Mode, err = block.stringField(hfconfig.KeyMode, hfconfig.ModeAffine); err != nil {
 		return nil, fmt.Errorf("%s.%w", key, err)
 	}
-	if q.Mode != "affine" {
+	if q.Mode != hfconfig.ModeAffine {
 		return nil, fmt.Errorf("%s.mode %q is not supported (only affine)", key, q.Mode)
 	}
 	if q.Bits, q.GroupSize, err = bitsAndGroup(block, 0, 0); err != nil {
@@ -56,7 +49,7 @@ func parseQuantization(top, text object) (*Quantization, error) {
 	sort.Strings(paths)
 	for _, k := range paths {
 		switch k {
-		case "bits", "group_size", "mode", "quant_method":
+		case hfconfig.KeyBits, hfconfig.KeyGroupSize, hfconfig.KeyMode, hfconfig.KeyQuantMethod:
 			continue
 		}
 		raw := strings.TrimSpace(string(block[k]))
@@ -84,10 +77,10 @@ func parseQuantization(top, text object) (*Quantization, error) {
 
 // bitsAndGroup reads and checks bits (4 or 8) and group_size (32, 64 or 128).
 func bitsAndGroup(o object, defBits, defGroup int) (bits, group int, err error) {
-	if bits, err = o.intField("bits", defBits); err != nil {
+	if bits, err = o.intField(hfconfig.KeyBits, defBits); err != nil {
 		return 0, 0, err
 	}
-	if group, err = o.intField("group_size", defGroup); err != nil {
+	if group, err = o.intField(hfconfig.KeyGroupSize, defGroup); err != nil {
 		return 0, 0, err
 	}
 	if bits != 4 && bits != 8 {

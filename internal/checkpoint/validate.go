@@ -26,8 +26,8 @@ func (w *Weights) Validate() error {
 			return fmt.Errorf("config %s = %d, want > 0", d.name, d.v)
 		}
 	}
-	if c.NumExpertsPerTok > c.NumExperts {
-		return fmt.Errorf("config num_experts_per_tok %d > num_experts %d", c.NumExpertsPerTok, c.NumExperts)
+	if err := c.Dims().CheckGroups(); err != nil {
+		return fmt.Errorf("config %w", err)
 	}
 	if c.MaxPositionEmbeddings <= 0 {
 		return fmt.Errorf("config max_position_embeddings = %d, want > 0", c.MaxPositionEmbeddings)

@@ -50,28 +50,40 @@ type Report struct {
 	Pass    bool     `json:"pass"`
 }
 
-// RelErr is max|got − want| over max|want| (the conformance tests' measure), and for the logits
-// over their spread (max − min of want), as the whole-backend logit budget is stated.
-func RelErr(p trace.Point, got, want []float32) (maxAbs, rel float64) {
+// ScaledErr is max|got − want| and that over max|want|: the error relative to the result's scale,
+// the measure of the conformance tests and of every non-logit point. A NaN difference counts as
+// +Inf; where want is all zeros, rel is maxAbs.
+func ScaledErr(got, want []float32) (maxAbs, rel float64) {
 	var scale float64
-	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range want {
-		g, w := float64(got[i]), float64(want[i])
-		d := math.Abs(g - w)
+		d := math.Abs(float64(got[i]) - float64(want[i]))
 		if math.IsNaN(d) {
 			d = math.Inf(1)
 		}
 		maxAbs = max(maxAbs, d)
-		scale = max(scale, math.Abs(w))
-		lo, hi = min(lo, w), max(hi, w)
-	}
-	if p.Site == trace.Logits {
-		scale = hi - lo
+		scale = max(scale, math.Abs(float64(want[i])))
 	}
 	if scale == 0 {
 		return maxAbs, maxAbs
 	}
 	return maxAbs, maxAbs / scale
+}
+
+// RelErr is point p's error: ScaledErr, and for the logits max|got − want| over their spread
+// (max − min of want), as the whole-backend logit budget is stated.
+func RelErr(p trace.Point, got, want []float32) (maxAbs, rel float64) {
+	maxAbs, rel = ScaledErr(got, want)
+	if p.Site != trace.Logits {
+		return maxAbs, rel
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, w := range want {
+		lo, hi = min(lo, float64(w)), max(hi, float64(w))
+	}
+	if hi <= lo {
+		return maxAbs, maxAbs
+	}
+	return maxAbs, maxAbs / (hi - lo)
 }
 
 // Compare compares got with want at every point and position both reported; prompt is the number

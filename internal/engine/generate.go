@@ -122,20 +122,37 @@ type Result struct {
 type Engine struct {
 	mu      sync.Mutex
 	b       Backend
+	window  int // the context window Check holds requests to, at most b.MaxContext()
 	sess    Session
 	cached  []int32  // tokens covered by snap
 	snap    Snapshot // nil: nothing cached
 	noCache bool     // the backend cannot snapshot
 }
 
-// New returns an engine on b.
-func New(b Backend) *Engine { return &Engine{b: b} }
+// New returns an engine on b whose context window is b.MaxContext().
+func New(b Backend) *Engine { return NewWindow(b, 0) }
+
+// NewWindow returns an engine on b whose context window is window tokens when 0 < window <
+// b.MaxContext(), else b.MaxContext().
+func NewWindow(b Backend, window int) *Engine {
+	w := b.MaxContext()
+	if window > 0 && window < w {
+		w = window
+	}
+	return &Engine{b: b, window: w}
+}
 
 // Backend returns the engine's backend.
 func (e *Engine) Backend() Backend { return e.b }
 
-// Check validates a request against the vocabulary and the context window without running it.
-func (e *Engine) Check(r *Request) error {
+// Window returns the context window requests are checked against.
+func (e *Engine) Window() int { return e.window }
+
+// Check validates a request against the vocabulary and the context window without running it:
+// the one check of prompt + MaxTokens against the window. least is the fewest completion tokens
+// the caller needs room for (a chat turn needs 1); a MaxTokens below it is refused, and reported
+// as least, like one that does not fit. Generate does not check again: call Check first.
+func (e *Engine) Check(r *Request, least int) error {
 	if len(r.Prompt) == 0 {
 		return ErrEmptyPrompt
 	}
@@ -145,8 +162,14 @@ func (e *Engine) Check(r *Request) error {
 			return &TokenRangeError{Index: i, ID: id, Vocab: v}
 		}
 	}
-	if r.MaxTokens < 0 || r.MaxTokens > e.b.MaxContext()-len(r.Prompt) { // no sum: MaxTokens may be near MaxInt
-		return &ContextLengthError{Prompt: len(r.Prompt), MaxTokens: r.MaxTokens, Context: e.b.MaxContext()}
+	return e.CheckLength(len(r.Prompt), r.MaxTokens, least)
+}
+
+// CheckLength is Check's context rule alone: prompt tokens and maxTokens (at least least) must fit
+// the window. The server also applies it to a lower bound of the prompt's length before tokenizing.
+func (e *Engine) CheckLength(prompt, maxTokens, least int) error {
+	if maxTokens < max(least, 0) || maxTokens > e.window-prompt { // no sum: maxTokens may be near MaxInt
+		return &ContextLengthError{Prompt: prompt, MaxTokens: max(maxTokens, least), Context: e.window}
 	}
 	return nil
 }
@@ -175,10 +198,8 @@ func (e *Engine) dropCache() {
 // a stop string, or MaxTokens. emit (may be nil) is called after every step; an error from emit or
 // from ctx ends generation with that error. ctx is checked every step, so cancellation stops the
 // work within one decode step (and within one prefill chunk, by the backend's contract).
+// r must have passed Check; the backend still refuses a sequence longer than its MaxContext.
 func (e *Engine) Generate(ctx context.Context, r *Request, emit func(Step) error) (*Result, error) {
-	if err := e.Check(r); err != nil {
-		return nil, err
-	}
 	if emit == nil {
 		emit = func(Step) error { return nil }
 	}

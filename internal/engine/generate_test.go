@@ -280,17 +280,17 @@ func TestRequestErrors(t *testing.T) {
 	e := engine.New(newBackend())
 	var cl *engine.ContextLengthError
 	var tr *engine.TokenRangeError
-	_, err := e.Generate(context.Background(), &engine.Request{Prompt: make([]int32, 200), MaxTokens: 57}, nil)
+	err := e.Check(&engine.Request{Prompt: make([]int32, 200), MaxTokens: 57}, 0)
 	if !errors.As(err, &cl) || cl.Context != 256 {
 		t.Fatalf("context: %v", err)
 	}
-	if err := e.Check(&engine.Request{Prompt: make([]int32, 200), MaxTokens: 56}); err != nil {
+	if err := e.Check(&engine.Request{Prompt: make([]int32, 200), MaxTokens: 56}, 0); err != nil {
 		t.Fatalf("exact fit rejected: %v", err)
 	}
-	if _, err := e.Generate(context.Background(), &engine.Request{Prompt: []int32{1, vocab}}, nil); !errors.As(err, &tr) || tr.Index != 1 {
+	if err := e.Check(&engine.Request{Prompt: []int32{1, vocab}}, 0); !errors.As(err, &tr) || tr.Index != 1 {
 		t.Fatalf("range: %v", err)
 	}
-	if _, err := e.Generate(context.Background(), &engine.Request{}, nil); !errors.Is(err, engine.ErrEmptyPrompt) {
+	if err := e.Check(&engine.Request{}, 0); !errors.Is(err, engine.ErrEmptyPrompt) {
 		t.Fatalf("empty: %v", err)
 	}
 }

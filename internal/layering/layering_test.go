@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -26,8 +27,8 @@ func family(pkg string) string {
 // break the layering:
 //   - an engine package (ref, fast, metal and their subpackages) imports another engine's package;
 //   - a package outside cmd imports an engine (only the commands choose a backend);
-//   - internal/server imports anything but internal/engine from the model side, or internal/engine
-//     imports internal/server (the server sees the engines only through the engine contract);
+//   - internal/engine imports internal/server (the server sees the engines only through the
+//     engine contract, never the other way);
 //   - anything imports cmd.
 func violations(graph map[string][]string) []string {
 	var bad []string
@@ -54,6 +55,26 @@ func violations(graph map[string][]string) []string {
 	return bad
 }
 
+// required lists the edges the layering is built on: cmd → server → engine, and cmd → each engine
+// (cmd alone chooses the backend).
+func required() [][2]string {
+	return [][2]string{
+		{"cmd/lily", "internal/server"}, {"internal/server", "internal/engine"},
+		{"cmd/lily", "ref"}, {"cmd/lily", "fast"}, {"cmd/lily", "metal"},
+	}
+}
+
+// missing lists the required edges that graph lacks.
+func missing(graph map[string][]string) []string {
+	var out []string
+	for _, e := range required() {
+		if !slices.Contains(graph[e[0]], e[1]) {
+			out = append(out, fmt.Sprintf("%s → %s: a required edge is missing", e[0], e[1]))
+		}
+	}
+	return out
+}
+
 // TestViolationsCatchesBadEdges feeds the checker a graph with one edge of each forbidden kind
 // and one allowed graph.
 func TestViolationsCatchesBadEdges(t *testing.T) {
@@ -64,12 +85,22 @@ func TestViolationsCatchesBadEdges(t *testing.T) {
 		"metal":           {"metal/emu", "internal/rope"},
 		"ref":             {"internal/rope", "internal/checkpoint"},
 	}
-	if v := violations(ok); len(v) != 0 {
+	if v := append(violations(ok), missing(ok)...); len(v) != 0 {
 		t.Fatalf("allowed graph reported: %v", v)
+	}
+	for _, e := range required() {
+		g := map[string][]string{}
+		for k, v := range ok {
+			g[k] = slices.DeleteFunc(slices.Clone(v), func(s string) bool { return k == e[0] && s == e[1] })
+		}
+		if m := missing(g); len(m) != 1 {
+			t.Errorf("without %s → %s: got %v, want it reported missing", e[0], e[1], m)
+		}
 	}
 	for _, edge := range [][2]string{
 		{"metal", "ref"}, {"metal", "fast/cpu"}, {"fast", "metal/emu"}, {"ref", "fast"}, {"fast/cpu", "ref"},
 		{"internal/server", "fast"}, {"internal/engine", "internal/server"}, {"internal/server", "cmd/lily"},
+		{"ref", "metal"}, {"metal", "fast"}, {"internal/server", "ref"}, {"internal/server", "metal"},
 	} {
 		if v := violations(map[string][]string{edge[0]: {edge[1]}}); len(v) != 1 {
 			t.Errorf("%s → %s: got %v, want one violation", edge[0], edge[1], v)
@@ -111,7 +142,7 @@ func TestImportGraph(t *testing.T) {
 			t.Fatalf("go list did not list %s (got %d packages)", must, len(graph))
 		}
 	}
-	for _, v := range violations(graph) {
+	for _, v := range append(violations(graph), missing(graph)...) {
 		t.Error(v)
 	}
 }

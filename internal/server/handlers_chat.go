@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -127,6 +128,34 @@ type chatJob struct {
 	g     genParams
 	er    *engine.Request
 	turns []*chatTurn
+}
+
+// startTurn prepares a one-choice chat request (prepareChat) and joins the engine's queue, for
+// the APIs that answer with one turn (Responses, Messages); the caller releases the ticket.
+func (s *Server) startTurn(req *ChatRequest) (*chatJob, *ticket, error) {
+	job, err := s.prepareChat(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := s.q.join()
+	if err != nil {
+		return nil, nil, err
+	}
+	return job, t, nil
+}
+
+// runTurn generates turn on ticket t and passes emit the chat deltas parsed from the text as it
+// comes, then the parser's remainder once generation ends.
+func (s *Server) runTurn(ctx context.Context, t *ticket, turn *chatTurn, emit func(ChatDelta) error) (*engine.Result, error) {
+	res, err := s.generate(ctx, t, turn.er, func(st engine.Step) error {
+		d, _ := turn.apply(turn.parser.Add(st.Text))
+		return emit(d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	d, _ := turn.apply(turn.parser.Finish())
+	return res, emit(d)
 }
 
 // prepareChat validates a chat request, renders and encodes its prompt, and sets up each choice's

@@ -78,11 +78,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	job, err := s.prepareChat(c)
-	if err != nil {
-		return err
-	}
-	t, err := s.q.join()
+	job, t, err := s.startTurn(c)
 	if err != nil {
 		return err
 	}
@@ -95,14 +91,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) error {
 		defer ms.sse.close()
 		ms.event("message_start", map[string]any{"message": ms.msg})
 	}
-	res, err := s.generate(r.Context(), t, turn.er, func(st engine.Step) error {
-		d, _ := turn.apply(turn.parser.Add(st.Text))
-		return ms.delta(d)
-	})
-	if err == nil {
-		d, _ := turn.apply(turn.parser.Finish())
-		err = ms.delta(d)
-	}
+	res, err := s.runTurn(r.Context(), t, turn, ms.delta)
 	if err != nil {
 		if !req.Stream {
 			return err

@@ -1,10 +1,6 @@
 package server
 
-import (
-	"net/http"
-
-	"github.com/lily-engine/lily/internal/engine"
-)
+import "net/http"
 
 // Response is a Responses API response object.
 type Response struct {
@@ -66,11 +62,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	job, err := s.prepareChat(creq)
-	if err != nil {
-		return err
-	}
-	t, err := s.q.join()
+	job, t, err := s.startTurn(creq)
 	if err != nil {
 		return err
 	}
@@ -88,14 +80,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) error {
 		rs.event("response.created", map[string]any{"response": rs.resp})
 		rs.event("response.in_progress", map[string]any{"response": rs.resp})
 	}
-	res, err := s.generate(r.Context(), t, turn.er, func(st engine.Step) error {
-		d, _ := turn.apply(turn.parser.Add(st.Text))
-		return rs.delta(d)
-	})
-	if err == nil {
-		d, _ := turn.apply(turn.parser.Finish())
-		err = rs.delta(d)
-	}
+	res, err := s.runTurn(r.Context(), t, turn, rs.delta)
 	if err != nil {
 		if !req.Stream {
 			return err

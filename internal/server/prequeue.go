@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/lily-engine/lily/internal/engine"
 )
 
 // The work a request does before it joins the queue (decoding the body, rendering the chat
@@ -90,10 +88,7 @@ func maxTokenBytes(tok Tokenizer) int {
 // checkTextFits refuses, before tokenizing, a prompt text whose length alone proves that it has
 // more tokens than the context holds with room for minMax more.
 func (s *Server) checkTextFits(text string, minMax int) error {
-	if least := len(text) / (nfcShrink * s.maxTokBytes); least > s.ctx-minMax {
-		return &engine.ContextLengthError{Prompt: least, MaxTokens: minMax, Context: s.ctx}
-	}
-	return nil
+	return s.eng.CheckLength(len(text)/(nfcShrink*s.maxTokBytes), minMax, minMax)
 }
 
 // reclaimer hands freed memory back to the OS after large requests, so that a burst of big

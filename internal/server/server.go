@@ -91,12 +91,9 @@ func New(cfg Config) (*Server, error) {
 	if m.Name == "" {
 		m.Name = "Qwen3.6-35B-A3B"
 	}
-	s := &Server{cfg: cfg, m: m, eng: engine.New(m.Backend), imStart: -1, metrics: newMetrics(),
+	s := &Server{cfg: cfg, m: m, eng: engine.NewWindow(m.Backend, cfg.CtxSize), imStart: -1, metrics: newMetrics(),
 		responses: newResponseStore()}
-	s.ctx = m.Backend.MaxContext()
-	if cfg.CtxSize > 0 && cfg.CtxSize < s.ctx {
-		s.ctx = cfg.CtxSize
-	}
+	s.ctx = s.eng.Window()
 	switch {
 	case cfg.QueueSize == 0:
 		s.q = newQueue(16)

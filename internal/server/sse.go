@@ -70,12 +70,21 @@ func (s *sseWriter) writeLocked(b []byte) {
 }
 
 // event writes one `data:` event holding v as JSON and returns the first write error so far.
-func (s *sseWriter) event(v any) error {
+func (s *sseWriter) event(v any) error { return s.named("", v) }
+
+// named writes one event holding v as JSON, preceded by an `event: typ` line when typ is not empty
+// (the Responses and Messages APIs' typed events), and returns the first write error so far.
+func (s *sseWriter) named(typ string, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 0, len(b)+8)
+	buf := make([]byte, 0, len(b)+len(typ)+16)
+	if typ != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, typ...)
+		buf = append(buf, '\n')
+	}
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
 	buf = append(buf, "\n\n"...)

@@ -159,18 +159,16 @@ func (s *Server) params(p *SamplingParams, maxTokens *int, maxParam string, minM
 	return g, nil
 }
 
-// fit sets r.MaxTokens from g and checks that the request fits the context window: never
-// truncates; an omitted max uses the rest of the context.
+// fit sets r.MaxTokens from g and checks the request, with room for at least minMax completion
+// tokens, through the engine's one check: never truncates; an omitted max uses the rest of the
+// context.
 func (s *Server) fit(r *engine.Request, g genParams, minMax int) error {
 	if g.maxSet {
 		r.MaxTokens = g.maxTokens
 	} else {
 		r.MaxTokens = max(s.ctx-len(r.Prompt), 0)
 	}
-	if r.MaxTokens > s.ctx-len(r.Prompt) || r.MaxTokens < minMax { // no sum: max_tokens may be near MaxInt
-		return &engine.ContextLengthError{Prompt: len(r.Prompt), MaxTokens: max(r.MaxTokens, minMax), Context: s.ctx}
-	}
-	return s.eng.Check(r)
+	return s.eng.Check(r, minMax)
 }
 
 // chatOptions reads chat_template_kwargs: enable_thinking and preserve_thinking must be booleans;

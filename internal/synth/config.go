@@ -137,15 +137,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: %s must be positive, got %d", p.name, p.v)
 		}
 	}
-	if c.NumHeads%c.NumKVHeads != 0 {
-		return fmt.Errorf("config: num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
-	}
-	if c.LinearNumValueHeads%c.LinearNumKeyHeads != 0 {
-		return fmt.Errorf("config: linear_num_value_heads %d is not a multiple of linear_num_key_heads %d",
-			c.LinearNumValueHeads, c.LinearNumKeyHeads)
-	}
-	if c.NumExpertsPerTok > c.NumExperts {
-		return fmt.Errorf("config: num_experts_per_tok %d exceeds num_experts %d", c.NumExpertsPerTok, c.NumExperts)
+	if err := c.dims().CheckGroups(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if r := c.RotaryDim(); r < 2 || r%2 != 0 || r > c.HeadDim {
 		return fmt.Errorf("config: rotary dim %d (head_dim %d * partial_rotary_factor %g) must be even and in [2, head_dim]",

@@ -1,9 +1,9 @@
 package synth
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
+
+	"github.com/lily-engine/lily/internal/hfconfig"
 )
 
 // Token ids of the bundled tiny tokenizer (fixtures.TinyTokenizerJSON), whose 33 added tokens at
@@ -20,45 +20,7 @@ const (
 )
 
 // object is a JSON object that keeps its keys in order, as the real config files do.
-type object []member
-
-type member struct {
-	key   string
-	value any
-}
-
-// MarshalJSON writes the members in order.
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(m.key)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(m.value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// number spells integral floats without an exponent (10000000, not 1e+07), as Python's json does
-// for the real config's integers.
-func number(f float64) any {
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return int64(f)
-	}
-	return f
-}
+type object = hfconfig.Object
 
 // marshalFile is the indented JSON of v with a trailing newline.
 func marshalFile(v any) ([]byte, error) {
@@ -74,94 +36,69 @@ func marshalFile(v any) ([]byte, error) {
 // and quantization_config blocks with a per-module override for every router and shared-expert gate.
 func (p *Plan) ConfigJSON() ([]byte, error) {
 	c := p.Config
-	text := object{
-		{"model_type", "qwen3_5_moe_text"},
-		{"hidden_size", c.HiddenSize},
-		{"num_hidden_layers", c.NumLayers},
-		{"layer_types", c.LayerTypes()},
-		{"full_attention_interval", c.FullAttentionInterval},
-		{"vocab_size", c.VocabSize},
-		{"num_attention_heads", c.NumHeads},
-		{"num_key_value_heads", c.NumKVHeads},
-		{"head_dim", c.HeadDim},
-		{"attention_bias", false},
-		{"attn_output_gate", true},
-		{"linear_num_key_heads", c.LinearNumKeyHeads},
-		{"linear_num_value_heads", c.LinearNumValueHeads},
-		{"linear_key_head_dim", c.LinearKeyHeadDim},
-		{"linear_value_head_dim", c.LinearValueHeadDim},
-		{"linear_conv_kernel_dim", c.LinearConvKernel},
-		{"mamba_ssm_dtype", "float32"},
-		{"num_experts", c.NumExperts},
-		{"num_experts_per_tok", c.NumExpertsPerTok},
-		{"moe_intermediate_size", c.MoEIntermediate},
-		{"shared_expert_intermediate_size", c.SharedIntermediate},
-		{"hidden_act", "silu"},
-		{"rms_norm_eps", c.RMSNormEps},
-		{"max_position_embeddings", c.MaxPositionEmbeddings},
-		{"rope_parameters", object{
-			{"rope_type", "default"},
-			{"rope_theta", number(c.RopeTheta)},
-			{"partial_rotary_factor", c.PartialRotaryFactor},
-			{"mrope_section", c.MRopeSection},
-			{"mrope_interleaved", true},
-		}},
-		{"partial_rotary_factor", c.PartialRotaryFactor},
-		{"tie_word_embeddings", false},
-		{"mtp_num_hidden_layers", 1},
-		{"mtp_use_dedicated_embeddings", false},
-		{"bos_token_id", TokenEndOfText},
-		{"eos_token_id", TokenEndOfText},
-		{"pad_token_id", nil},
-		{"router_aux_loss_coef", 0.001},
-		{"output_router_logits", false},
-		{"initializer_range", 0.02},
-		{"attention_dropout", 0.0},
-		{"use_cache", true},
-		{"dtype", "bfloat16"},
-	}
-	vision := object{
-		{"depth", 2},
-		{"hidden_size", 64},
-		{"num_heads", 2},
-		{"in_channels", 3},
-		{"patch_size", 16},
-		{"spatial_merge_size", 2},
-		{"temporal_patch_size", 2},
-		{"out_hidden_size", c.HiddenSize},
-	}
-	cfg := object{
-		{"architectures", []string{"Qwen3_5MoeForConditionalGeneration"}},
-		{"model_type", "qwen3_5_moe"},
-		{"image_token_id", TokenImagePad},
-		{"video_token_id", TokenVideoPad},
-		{"vision_start_token_id", TokenVisionStart},
-		{"vision_end_token_id", TokenVisionEnd},
-		{"tie_word_embeddings", false},
-		{"text_config", text},
-		{"vision_config", vision},
-	}
+	d := c.dims()
+	hc := &hfconfig.Config{HiddenSize: c.HiddenSize, NumLayers: c.NumLayers, LayerTypes: d.LayerTypes,
+		VocabSize: c.VocabSize, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
+		LinearNumKeyHeads: c.LinearNumKeyHeads, LinearNumValueHeads: c.LinearNumValueHeads,
+		LinearKeyHeadDim: c.LinearKeyHeadDim, LinearValueHeadDim: c.LinearValueHeadDim,
+		LinearConvKernel: c.LinearConvKernel, NumExperts: c.NumExperts, NumExpertsPerTok: c.NumExpertsPerTok,
+		MoEIntermediate: c.MoEIntermediate, SharedIntermediate: c.SharedIntermediate, RMSNormEps: c.RMSNormEps,
+		RopeTheta: c.RopeTheta, PartialRotaryFactor: c.PartialRotaryFactor,
+		MaxPositionEmbeddings: c.MaxPositionEmbeddings, BOSTokenID: TokenEndOfText, EOSTokenIDs: []int{TokenEndOfText}}
 	if p.Layout == LayoutMLX {
-		q := object{{"group_size", c.GroupSize}, {"bits", defaultBits}, {"mode", "affine"}}
+		hc.Quant = &hfconfig.Quantization{Bits: defaultBits, GroupSize: c.GroupSize, Mode: hfconfig.ModeAffine,
+			Overrides: map[string]hfconfig.QuantParams{}}
 		for _, m := range routerModules(c) {
-			q = append(q, member{m, object{{"group_size", c.GroupSize}, {"bits", routerBits}}})
+			hc.Quant.Overrides[m] = hfconfig.QuantParams{Bits: routerBits, GroupSize: c.GroupSize}
 		}
-		cfg = append(cfg, member{"quantization", q}, member{"quantization_config", q})
 	}
-	return marshalFile(cfg)
+	// The members the reader ignores, with the real config's values.
+	text := object{
+		{Key: hfconfig.KeyFullAttnInterval, Value: c.FullAttentionInterval},
+		{Key: "attn_output_gate", Value: true},
+		{Key: "mamba_ssm_dtype", Value: "float32"},
+		{Key: "mtp_num_hidden_layers", Value: 1},
+		{Key: "mtp_use_dedicated_embeddings", Value: false},
+		{Key: "pad_token_id", Value: nil},
+		{Key: "router_aux_loss_coef", Value: 0.001},
+		{Key: "output_router_logits", Value: false},
+		{Key: "initializer_range", Value: 0.02},
+		{Key: "attention_dropout", Value: 0.0},
+		{Key: "use_cache", Value: true},
+		{Key: "dtype", Value: "bfloat16"},
+	}
+	rope := object{{Key: "mrope_section", Value: c.MRopeSection}, {Key: "mrope_interleaved", Value: true}}
+	vision := object{
+		{Key: "depth", Value: 2},
+		{Key: "hidden_size", Value: 64},
+		{Key: "num_heads", Value: 2},
+		{Key: "in_channels", Value: 3},
+		{Key: "patch_size", Value: 16},
+		{Key: "spatial_merge_size", Value: 2},
+		{Key: "temporal_patch_size", Value: 2},
+		{Key: "out_hidden_size", Value: c.HiddenSize},
+	}
+	top := object{
+		{Key: "image_token_id", Value: TokenImagePad},
+		{Key: "video_token_id", Value: TokenVideoPad},
+		{Key: "vision_start_token_id", Value: TokenVisionStart},
+		{Key: "vision_end_token_id", Value: TokenVisionEnd},
+		{Key: "vision_config", Value: vision},
+	}
+	return hfconfig.File{Config: hc, Top: top, Text: text, Rope: rope}.MarshalFile()
 }
 
 // GenerationConfigJSON is generation_config.json (model.md §1.3) with the bundled tokenizer's ids:
 // stop on <|im_end|> and <|endoftext|>.
 func GenerationConfigJSON() ([]byte, error) {
 	return marshalFile(object{
-		{"bos_token_id", TokenEndOfText},
-		{"do_sample", true},
-		{"eos_token_id", []int{TokenImEnd, TokenEndOfText}},
-		{"pad_token_id", TokenEndOfText},
-		{"temperature", 1.0},
-		{"top_k", 20},
-		{"top_p", 0.95},
+		{Key: hfconfig.KeyBOSTokenID, Value: TokenEndOfText},
+		{Key: "do_sample", Value: true},
+		{Key: hfconfig.KeyEOSTokenID, Value: []int{TokenImEnd, TokenEndOfText}},
+		{Key: "pad_token_id", Value: TokenEndOfText},
+		{Key: "temperature", Value: 1.0},
+		{Key: "top_k", Value: 20},
+		{Key: "top_p", Value: 0.95},
 	})
 }
 
@@ -175,7 +112,7 @@ func (p *Plan) IndexJSON() ([]byte, error) {
 		}
 	}
 	return marshalFile(object{
-		{"metadata", object{{"total_size", p.TotalBytes()}}},
-		{"weight_map", wm}, // encoding/json sorts the keys
+		{Key: "metadata", Value: object{{Key: "total_size", Value: p.TotalBytes()}}},
+		{Key: "weight_map", Value: wm}, // encoding/json sorts the keys
 	})
 }

@@ -52,6 +52,21 @@ type Dims struct {
 	I, Is      int         // MoE: expert and shared-expert intermediate sizes
 }
 
+// CheckGroups checks what the sizes must satisfy beyond being positive, in config.json's names:
+// the query heads group evenly over the KV heads, the DeltaNet value heads over its key heads, and
+// top-k fits in the experts.
+func (d Dims) CheckGroups() error {
+	switch {
+	case d.Hkv <= 0 || d.Hq%d.Hkv != 0:
+		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", d.Hq, d.Hkv)
+	case d.Hk <= 0 || d.Hv%d.Hk != 0:
+		return fmt.Errorf("linear_num_value_heads %d is not a multiple of linear_num_key_heads %d", d.Hv, d.Hk)
+	case d.TopK > d.E:
+		return fmt.Errorf("num_experts_per_tok %d exceeds num_experts %d", d.TopK, d.E)
+	}
+	return nil
+}
+
 // NumLayers is the number of decoder layers.
 func (d Dims) NumLayers() int { return len(d.LayerTypes) }
 

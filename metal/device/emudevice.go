@@ -12,8 +12,8 @@ import (
 // EmuDevice is the Device that runs the kernels on the CPU emulator (metal/emu): buffers are memory
 // shared with the emulator process, and each dispatch is one emu.Run over the windows its arguments
 // name, which the emulator bounds-checks. It runs exactly the plans the Metal device runs, so every
-// buffer offset, grid size and ordering is exercised on Linux. Wrap copies, so the whole model lives
-// in (file-backed, shared) memory. It is safe for concurrent use; Run calls are serialized.
+// buffer offset, grid size and ordering is exercised on Linux. Buffers live
+// in (file-backed, shared) memory, except weights Wrap maps from their file in place. It is safe for concurrent use; Run calls are serialized.
 type EmuDevice struct {
 	mu  sync.Mutex
 	emu *emu.Emulator
@@ -50,8 +50,9 @@ const (
 // emuBuffer is memory shared with the emulator process, or plain Go memory on the zero EmuDevice
 // (which plans and uploads without an emulator, for tests that need no g++).
 type emuBuffer struct {
-	b   *emu.Buffer
-	mem []byte
+	b        *emu.Buffer
+	mem      []byte
+	readOnly bool // a file wrapped in place: Upload must not write it
 }
 
 func (b *emuBuffer) bytes() []byte {
@@ -126,10 +127,20 @@ func (d *EmuDevice) Alloc(n int, _ Storage) (Buffer, error) {
 	return &emuBuffer{b: b}, nil
 }
 
-// Wrap copies b into a shared buffer.
-func (d *EmuDevice) Wrap(b []byte, _ bool) (Buffer, int, error) {
+// Wrap maps b's file into the emulator process in place when b lies in a read-only file mapping
+// (mapped) and the file can be found (emu.MapFile); otherwise it copies b into a shared buffer.
+func (d *EmuDevice) Wrap(b []byte, mapped bool) (Buffer, int, error) {
 	if len(b) == 0 {
 		return nil, 0, errors.New("metal-emu: wrap of an empty slice")
+	}
+	if mapped && d.emu != nil {
+		fb, ok, err := d.emu.MapFile(b)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			return &emuBuffer{b: fb, readOnly: true}, 0, nil
+		}
 	}
 	buf, err := d.Alloc(len(b), Shared)
 	if err != nil {
@@ -155,6 +166,9 @@ func (d *EmuDevice) Upload(dst Buffer, off int, src []byte) error {
 	}
 	if off < 0 || off+len(src) > len(b) {
 		return fmt.Errorf("metal-emu: upload of %d bytes at %d into %d", len(src), off, len(b))
+	}
+	if e, _ := dst.(*emuBuffer); e.readOnly {
+		return errors.New("metal-emu: upload into a read-only file wrapped in place")
 	}
 	copy(b[off:], src)
 	return nil

@@ -45,8 +45,9 @@ var Schedules = []Schedule{{InOrder, 0}, {Reversed, 0}, {Random, 1}, {Random, 2}
 // Buffer is memory shared with the emulator process: a kernel argument that refers to it costs no
 // copy, and what kernels write is visible in Bytes when the dispatch returns.
 type Buffer struct {
-	id uint32
-	b  []byte
+	id       uint32
+	b        []byte
+	borrowed bool // b is the caller's memory (MapFile): unmapped only in the emulator process
 }
 
 // Bytes is the buffer's memory. It must not be used after FreeBuffer or Close.
@@ -123,7 +124,9 @@ func (e *Emulator) FreeBuffer(b *Buffer) {
 		le := binary.LittleEndian
 		e.in.Write(le.AppendUint32(le.AppendUint32(nil, magicUnmap), b.id))
 	}
-	syscall.Munmap(b.b)
+	if !b.borrowed {
+		syscall.Munmap(b.b)
+	}
 	b.b = nil
 }
 

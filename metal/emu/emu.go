@@ -28,6 +28,7 @@ var include embed.FS
 type Emulator struct {
 	dir     string
 	kernels map[string]Kernel
+	cached  bool // the binary came from the cache, not from g++
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -41,7 +42,14 @@ type Emulator struct {
 type Options struct {
 	// Threads is how many OS threads run threadgroups at once; 0 means one per CPU.
 	Threads int
+	// CacheDir is where compiled emulators are kept across processes, keyed by a hash of the
+	// compiler, its flags and every source (cacheKey); "" means <user cache dir>/lily/metal-emu.
+	// LILY_EMU_CACHE=off in the environment turns the cache off.
+	CacheDir string
 }
+
+// cxxFlags are the g++ flags of every emulator build (optimized: real-size kernels run here).
+var cxxFlags = []string{"-std=gnu++17", "-O2", "-pthread", "-w"}
 
 // Build compiles sources (file name → MSL text) with g++ into a fresh temporary directory and starts
 // the emulator process with default options. Close removes both.
@@ -62,12 +70,10 @@ func BuildOptions(sources map[string]string, o Options) (*Emulator, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	bin := filepath.Join(dir, "emu")
-	cmd := exec.Command(cxx, "-std=gnu++17", "-O2", "-pthread", "-w", "-I", filepath.Join(dir, "include"),
-		"-o", bin, filepath.Join(dir, "main.cpp"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	bin, err := e.compile(cxx, o)
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("metal emulator: compiling the kernels failed: %v\n%s", err, out)
+		return nil, err
 	}
 	threads := o.Threads
 	if threads <= 0 {
@@ -106,7 +112,7 @@ func (e *Emulator) write(sources map[string]string) error {
 		if err := os.WriteFile(filepath.Join(e.dir, n), []byte(strict), 0o644); err != nil {
 			return fmt.Errorf("metal emulator: %w", err)
 		}
-		fmt.Fprintf(&main, "#include %q\n", filepath.Join(e.dir, n))
+		fmt.Fprintf(&main, "#include %q\n", n) // relative to main.cpp: the text (and cache key) is the same in every build
 		for _, k := range ks {
 			if _, dup := e.kernels[k.Name]; dup {
 				return fmt.Errorf("metal emulator: kernel %s defined twice", k.Name)

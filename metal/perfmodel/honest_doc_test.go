@@ -116,6 +116,9 @@ func honestDoc(b *strings.Builder, cfg *checkpoint.Config, pc metal.PlanCounts) 
 	if err := chunkTable(w, h); err != nil {
 		return err
 	}
+	if err := tensorOps(w, h, r); err != nil {
+		return err
+	}
 	if err := verdict(w, h, dec, r); err != nil {
 		return err
 	}
@@ -240,4 +243,31 @@ func inTheWay(b []float64, excess float64, unit string, scale float64) string {
 		got += b[i]
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tensorOps prints what the prefill GEMMs would gain on the matrix rate (Metal 4 tensor ops,
+// mpp::tensor_ops::matmul2d, on M5-class GPUs): the same tile32 kernels' efficiency at that rate.
+// The engine does not use them: the emulator cannot verify them.
+func tensorOps(w func(string, ...any), h *Honest, r Rates) error {
+	saved := h.Designs
+	defer func() { h.Designs = saved }()
+	h.Designs = map[string]Design{}
+	for k, d := range saved {
+		if strings.HasPrefix(d.Why, tile32) {
+			d.Rate = Matrix
+		}
+		h.Designs[k] = d
+	}
+	m, err := h.AtLengths(-1)
+	if err != nil {
+		return err
+	}
+	w("### What Metal 4 tensor ops would add\n\n")
+	w("The prefill GEMMs (`qmm_t32`, `moe_gemm_t32_gate_up`, `moe_gemm_t32_down`) run fp32 simdgroup_matrix\n")
+	w("fragments at the fp32 SIMD rate (%.0f TFLOPS here). Metal 4 tensor operations\n", h.GPU.Rates[FP32SIMD]/1e12)
+	w("(`mpp::tensor_ops::matmul2d`) reach the matrix rate (%.0f TFLOPS) on this GPU; the engine does not\n", h.GPU.Rates[Matrix]/1e12)
+	w("use them because the emulator cannot verify them. Priced at that rate with the same efficiency, the\n")
+	w("prefill mean would be **%.0f tok/s** instead of %.0f (at 1,024 tokens: %.0f instead of %.0f).\n\n",
+		m.PrefillMean, r.PrefillMean, m.Prefill[2], r.Prefill[2])
+	return nil
 }

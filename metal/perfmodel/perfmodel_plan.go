@@ -5,15 +5,18 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 )
 
-// The kernel sequences the performance model prices. Decode (one token): per layer rms_norm, the
-// mixer's qmv projections, deltanet_scan or attn_prep + attn_decode_split + attn_decode_combine,
-// qmv_add for the output projection, rms_norm, router_topk, moe_gate_up, moe_down; then the final
-// rms_norm, the lm_head qmv and logits_topk. Prefill (one chunk of T tokens from an empty state):
-// the same with qmm projections, deltanet_scan over T, attn_prefill, and the grouped MoE path
-// (moe_count, moe_scan, moe_scatter, moe_gemm_gate_up, moe_gemm_down, the shared expert through
-// qmm + swiglu + qmm, moe_combine); logits only for the last token.
+// The kernel sequences the performance model prices. Decode (one token): per layer the mixer's
+// projections as qmv_norm (the input RMSNorm fused), deltanet_scan or attn_prep + attn_decode_split
+// + attn_decode_combine, qmv_add for the output projection, router_qmv_norm (the post-attention
+// norm fused), router_softmax_topk, moe_gate_up_norm, moe_down (the mat-vecs specialised per bit
+// width: qmv_norm_4, qmv_norm_8, ...); then the lm_head qmv_norm (the final norm fused) and
+// logits_topk_part + logits_topk_merge. Prefill (one chunk of T tokens from an empty state): rms_norm
+// before each block and the same with qmm_t32 projections (the router's too), deltanet_scan over T, attn_prefill, and the grouped MoE
+// path (moe_count, moe_scan, moe_scatter, moe_tiles, moe_gemm_t32_gate_up, moe_gemm_t32_down, the shared
+// expert through qmm_t32 + swiglu + qmm_t32, moe_combine); logits only for the last token.
 
 // DecodeCosts is the per-token cost of a decode step at position ctx (ctx keys already cached).
 func DecodeCosts(cfg *checkpoint.Config, ctx int) ([]Cost, error) {
@@ -62,8 +65,11 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	// Logits are needed for the last position only.
 	if head {
 		last := plan{d: d, T: 1, decode: true}
-		p.out = append(p.out, last.norm("final norm"), last.linear("lm_head", V, H, d.bits, false),
-			Cost{Step: "log-sum-exp + top-k", Kernel: "logits_topk", Calls: 1, Act: 3 * 4 * V, FLOPs: 4 * V})
+		p.out = append(p.out, last.normed(last.linear("lm_head + final norm", V, H, d.bits, false), true),
+			Cost{Step: "log-sum-exp + top-k per vocabulary chunk", Kernel: "logits_topk_part", Calls: 1,
+				Act: 4 * V, FLOPs: 4 * V},
+			Cost{Step: "merge of the chunks' top-k", Kernel: "logits_topk_merge", Calls: 1,
+				Act: 4 * 2 * logitParts(V) * (headTopK + 1), FLOPs: 4 * logitParts(V)})
 	}
 	for i := range p.out {
 		p.out[i] = perToken(p.out[i], p.T)
@@ -71,18 +77,43 @@ func costs(cfg *checkpoint.Config, T, ctx int, decode, head bool) ([]Cost, error
 	return p.out, nil
 }
 
-func (p *plan) norm(step string) Cost {
+// norms is the rms_norm before a block in prefill; none in decode, where its consumers fuse it
+// (normed).
+func (p *plan) norms(step string) []Cost {
+	if p.decode {
+		return nil
+	}
 	H := fl(p.d.H)
-	return modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * H, FLOPs: 4 * p.T * H}, H)
+	return []Cost{modelVec(Cost{Step: step, Kernel: "rms_norm", Calls: 1, Act: 8 * p.T * H, FLOPs: 4 * p.T * H}, H)}
+}
+
+// normed is a decode mat-vec c with its input's RMSNorm fused (metal/norm_fused.go): the _norm
+// kernel, which also reads the norm weight as float32; first marks the norm's first consumer, which
+// counts the weight's stored bytes once (the others find it in the cache). The norm's 3 FLOPs per
+// input element are left out (under a thousandth of the mat-vec's). In prefill c is unchanged.
+func (p *plan) normed(c Cost, first bool) Cost {
+	if !p.decode {
+		return c
+	}
+	for _, k := range []string{"qmv_", "router_qmv_", "moe_gate_up_"} {
+		if len(c.Kernel) == len(k)+1 && c.Kernel[:len(k)] == k {
+			c.Kernel = k + "norm_" + c.Kernel[len(k):]
+		}
+	}
+	c.Act += 4 * fl(p.d.H)
+	if first {
+		c = modelVec(c, fl(p.d.H))
+	}
+	return c
 }
 
 // linear is a projection of the step's T rows, weights read once; add fuses the residual add.
 func (p *plan) linear(step string, out, in, bits float64, add bool) Cost {
-	k := "qmm"
+	k := "qmm_t32"
 	if p.decode {
-		k = "qmv"
+		k = byBits(bits, "qmv_4", "qmv_8")
 		if add {
-			k = "qmv_add"
+			k = byBits(bits, "qmv_add_4", "qmv_add_8")
 		}
 	}
 	c := Cost{Step: step, Kernel: k, Calls: 1, Weights: p.d.mat(out, in, bits), Act: 4 * p.T * (in + out),
@@ -105,15 +136,13 @@ func (p *plan) deltanet() []Cost {
 	scan := modelVec(Cost{Step: "DeltaNet delta rule + gated norm", Kernel: "deltanet_scan", Calls: 1,
 		State: 2 * 4 * Hv * Dk * Dv, Act: 4 * T * (C + 2*Vd + 2*Hv),
 		FLOPs: T * (7*Hv*Dk*Dv + 8*Vd)}, 2*Hv+Dv)
-	return []Cost{
-		p.norm("input norm (DeltaNet layers)"),
-		p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false),
-		p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false),
-		p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false),
-		p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false),
+	return append(p.norms("input norm (DeltaNet layers)"),
+		p.normed(p.linear("DeltaNet in_proj_qkv", C, H, d.bits, false), true),
+		p.normed(p.linear("DeltaNet in_proj_z", Vd, H, d.bits, false), false),
+		p.normed(p.linear("DeltaNet in_proj_b", Hv, H, d.bits, false), false),
+		p.normed(p.linear("DeltaNet in_proj_a", Hv, H, d.bits, false), false),
 		conv, scan,
-		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true),
-	}
+		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true))
 }
 
 // kvBytes is the size of one cached key or value element: the KV cache is fp16.
@@ -125,13 +154,11 @@ func (p *plan) attention() []Cost {
 	qd, kvd := Hq*D, Hkv*D
 	prep := modelVec(Cost{Step: "q/k norm, RoPE, KV append", Kernel: "attn_prep", Calls: 1,
 		Act: 4 * T * (2*qd + 2*kvd + Rot + 2*qd), KV: kvBytes * T * 2 * kvd, FLOPs: 6 * T * (Hq + Hkv) * D}, 2*D)
-	cs := []Cost{
-		p.norm("input norm (attention layers)"),
-		p.linear("attention q_proj (query + gate)", 2*qd, H, d.bits, false),
-		p.linear("attention k_proj", kvd, H, d.bits, false),
-		p.linear("attention v_proj", kvd, H, d.bits, false),
-		prep,
-	}
+	cs := append(p.norms("input norm (attention layers)"),
+		p.normed(p.linear("attention q_proj (query + gate)", 2*qd, H, d.bits, false), true),
+		p.normed(p.linear("attention k_proj", kvd, H, d.bits, false), false),
+		p.normed(p.linear("attention v_proj", kvd, H, d.bits, false), false),
+		prep)
 	if p.decode {
 		n := p.ctx + 1
 		splits := math.Ceil(n / DecodeSplit)
@@ -152,16 +179,25 @@ func (p *plan) attention() []Cost {
 func (p *plan) moe() []Cost {
 	d, T := p.d, p.T
 	H, E, TopK, I, Is := fl(d.H), fl(d.E), fl(d.TopK), fl(d.I), fl(d.Is)
-	router := Cost{Step: "router softmax top-k + shared gate", Kernel: "router_topk", Calls: 1,
-		Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits),
-		Act:     4 * T * (H + 2*TopK + 1), FLOPs: T * (2*(E+1)*H + 5*E)}
-	cs := []Cost{p.norm("post-attention norm"), router}
+	// The router's logits and the shared expert's gate logit: one qmv_fast mat-vec over E+1 rows in
+	// decode, two GEMMs in prefill; then the softmax top-k over the logits.
+	cs := p.norms("post-attention norm")
 	if p.decode {
+		cs = append(cs, p.normed(Cost{Step: "router + shared gate logits", Kernel: byBits(d.routerBits, "router_qmv_4", "router_qmv_8"),
+			Calls: 1, Weights: d.mat(E, H, d.routerBits) + d.mat(1, H, d.routerBits), Act: 4 * (H + E + 1),
+			FLOPs: 2 * (E + 1) * H}, true))
+	} else {
+		cs = append(cs, p.linear("router logits", E, H, d.routerBits, false), p.linear("shared expert gate logit", 1, H, d.routerBits, false))
+	}
+	cs = append(cs, Cost{Step: "router softmax, top-k, renormalise", Kernel: "router_softmax_topk", Calls: 1,
+		Act: 4 * T * (E + 2*TopK), FLOPs: T * 5 * E})
+	if p.decode {
+		gu, dn := byBits(d.bits, "moe_gate_up_4", "moe_gate_up_8"), byBits(d.bits, "moe_down_4", "moe_down_8")
 		return append(cs,
-			Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: "moe_gate_up", Calls: 1,
+			p.normed(Cost{Step: "routed + shared gate/up, SwiGLU", Kernel: gu, Calls: 1,
 				Weights: 2*TopK*d.mat(I, H, d.bits) + 2*d.mat(Is, H, d.bits),
-				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)},
-			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: "moe_down", Calls: 1,
+				Act:     4 * (H + TopK + TopK*I + Is), FLOPs: 4*H*(TopK*I+Is) + 5*(TopK*I+Is)}, false),
+			Cost{Step: "routed + shared down, weighted sum, residual", Kernel: dn, Calls: 1,
 				Weights: TopK*d.mat(H, I, d.bits) + d.mat(H, Is, d.bits),
 				Act:     4*(TopK*I+Is+2*TopK+1) + 8*H, FLOPs: 2 * H * (TopK*I + Is)})
 	}
@@ -172,10 +208,11 @@ func (p *plan) moe() []Cost {
 		Cost{Step: "count slots per expert", Kernel: "moe_count", Calls: 1, Act: 4*slots + 8*E},
 		Cost{Step: "expert offsets (prefix sum)", Kernel: "moe_scan", Calls: 1, Act: 4 * 4 * E},
 		Cost{Step: "slots grouped by expert", Kernel: "moe_scatter", Calls: 1, Act: 4*3*slots + 8*E},
-		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_gate_up", Calls: 1,
+		Cost{Step: "work list of (expert, 32-slot tile)", Kernel: "moe_tiles", Calls: 1, Act: 4 * 2 * E},
+		Cost{Step: "grouped gate/up GEMM, SwiGLU", Kernel: "moe_gemm_t32_gate_up", Calls: 1,
 			Weights: 2 * touched * d.mat(I, H, d.bits), Act: 4 * slots * (H + I + 1),
 			FLOPs: 4*slots*I*H + 5*slots*I},
-		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_down", Calls: 1,
+		Cost{Step: "grouped down GEMM", Kernel: "moe_gemm_t32_down", Calls: 1,
 			Weights: touched * d.mat(H, I, d.bits), Act: 4 * slots * (I + H + 1), FLOPs: 2 * slots * H * I},
 		p.linear("shared expert gate_proj", Is, H, d.bits, false),
 		p.linear("shared expert up_proj", Is, H, d.bits, false),
@@ -184,3 +221,18 @@ func (p *plan) moe() []Cost {
 		Cost{Step: "weighted sum, shared gate, residual", Kernel: "moe_combine", Calls: 1,
 			Act: 4*T*(TopK*H+H+TopK+1) + 8*T*H, FLOPs: T * H * (2*TopK + 6)})
 }
+
+// byBits is the kernel specialised for a bit width (4 or 8), as metal's plans name it.
+func byBits(bits float64, k4, k8 string) string {
+	if bits == 8 {
+		return k8
+	}
+	return k4
+}
+
+// headTopK is how many ids the engine's head returns per step.
+const headTopK = metal.HeadTopK
+
+// logitParts is the engine's number of logits_topk_part threadgroups over a vocabulary of V: 4,096
+// logits each (metal/linear.go's logitParts at 256 threads).
+func logitParts(V float64) float64 { return math.Ceil(V / 4096) }

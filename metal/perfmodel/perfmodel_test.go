@@ -112,10 +112,10 @@ func checkDecodeAccounting(t *testing.T, layout string) {
 	var matFLOPs float64
 	for _, c := range cs {
 		switch c.Kernel {
-		case "qmv", "qmv_add", "moe_gate_up", "moe_down":
+		case "qmv_4", "qmv_8", "qmv_add_4", "qmv_add_8", "router_qmv_4", "router_qmv_8",
+			"moe_gate_up_4", "moe_gate_up_8", "moe_down_4", "moe_down_8",
+			"qmv_norm_4", "qmv_norm_8", "router_qmv_norm_4", "router_qmv_norm_8", "moe_gate_up_norm_4", "moe_gate_up_norm_8":
 			matFLOPs += c.FLOPs
-		case "router_topk":
-			matFLOPs += 2 * float64(L*(cfg.NumExperts+1)*H) // its softmax and top-k are not mat-vec work
 		}
 	}
 	moeAct := float64(5 * L * (cfg.NumExpertsPerTok*cfg.MoEIntermediate + cfg.SharedIntermediate)) // SwiGLU

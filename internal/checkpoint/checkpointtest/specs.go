@@ -4,8 +4,7 @@
 package checkpointtest
 
 import (
-	"encoding/json"
-
+	"github.com/lily-engine/lily/internal/hfconfig"
 	"github.com/lily-engine/lily/internal/safetensors"
 	"github.com/lily-engine/lily/internal/tensortable"
 )
@@ -23,6 +22,14 @@ func Tiny() Dims {
 	return Dims{Dims: tensortable.Dims{H: 64, LayerTypes: tensortable.Interleaved(4, 4), Vocab: 256,
 		Hq: 4, Hkv: 2, D: 32, Rot: 8, Hk: 2, Hv: 4, Dk: 16, Dv: 16, K: 4, E: 8, TopK: 2, I: 32, Is: 32},
 		Bits: 4, GroupSize: 32, GateBits: 8}
+}
+
+// TinyG64 is Tiny with the real quantization group of 64, which the fast/cpu and Metal kernels
+// are compiled for: every matrix input width (the expert widths included) a multiple of 64.
+func TinyG64() Dims {
+	d := Tiny()
+	d.I, d.Is, d.GroupSize = 64, 64, 64
+	return d
 }
 
 // Real is Qwen3.6-35B-A3B as published (model.md §1) with the mlx-community 4-bit settings.
@@ -71,42 +78,29 @@ func (d Dims) Specs(layout string) []Spec {
 	return out
 }
 
-// ConfigJSON is a Qwen3_5MoeForConditionalGeneration config.json (text_config nested); for the
-// "mlx" layout it carries the quantization block with the 8-bit router overrides, as mlx-lm
-// writes it.
+// ConfigJSON is a Qwen3_5MoeForConditionalGeneration config.json (text_config nested, written
+// by hfconfig.File); for the "mlx" layout it carries the quantization block with the 8-bit router
+// overrides, as mlx-lm writes it.
 func (d Dims) ConfigJSON(layout string) []byte {
-	types := make([]string, d.NumLayers())
-	for i, k := range d.LayerTypes {
-		types[i] = k.String()
-	}
-	rotary := float64(d.Rot) / float64(d.D)
-	text := map[string]any{
-		"model_type": "qwen3_5_moe_text", "hidden_size": d.H, "num_hidden_layers": d.NumLayers(),
-		"layer_types": types, "vocab_size": d.Vocab,
-		"num_attention_heads": d.Hq, "num_key_value_heads": d.Hkv, "head_dim": d.D,
-		"linear_num_key_heads": d.Hk, "linear_num_value_heads": d.Hv, "linear_key_head_dim": d.Dk,
-		"linear_value_head_dim": d.Dv, "linear_conv_kernel_dim": d.K, "num_experts": d.E,
-		"num_experts_per_tok": d.TopK, "moe_intermediate_size": d.I, "shared_expert_intermediate_size": d.Is,
-		"hidden_act": "silu", "rms_norm_eps": 1e-6, "max_position_embeddings": 262144,
-		"rope_parameters": map[string]any{"rope_type": "default", "rope_theta": 10000000,
-			"partial_rotary_factor": rotary, "mrope_section": []int{11, 11, 10}, "mrope_interleaved": true},
-		"partial_rotary_factor": rotary, "tie_word_embeddings": false, "attention_bias": false,
-		"bos_token_id": d.Vocab - 2, "eos_token_id": d.Vocab - 2,
-	}
-	top := map[string]any{"architectures": []string{"Qwen3_5MoeForConditionalGeneration"},
-		"model_type": "qwen3_5_moe", "tie_word_embeddings": false, "text_config": text}
+	c := &hfconfig.Config{HiddenSize: d.H, NumLayers: d.NumLayers(), LayerTypes: d.LayerTypes, VocabSize: d.Vocab,
+		NumHeads: d.Hq, NumKVHeads: d.Hkv, HeadDim: d.D, LinearNumKeyHeads: d.Hk, LinearNumValueHeads: d.Hv,
+		LinearKeyHeadDim: d.Dk, LinearValueHeadDim: d.Dv, LinearConvKernel: d.K, NumExperts: d.E,
+		NumExpertsPerTok: d.TopK, MoEIntermediate: d.I, SharedIntermediate: d.Is, RMSNormEps: 1e-6,
+		RopeTheta: 10000000, PartialRotaryFactor: float64(d.Rot) / float64(d.D), MaxPositionEmbeddings: 262144,
+		BOSTokenID: d.Vocab - 2, EOSTokenIDs: []int{d.Vocab - 2}}
 	if layout == "mlx" {
-		q := map[string]any{"group_size": d.GroupSize, "bits": d.Bits, "mode": "affine"}
+		c.Quant = &hfconfig.Quantization{Bits: d.Bits, GroupSize: d.GroupSize, Mode: hfconfig.ModeAffine,
+			Overrides: map[string]hfconfig.QuantParams{}}
 		for _, t := range tensortable.Text(d.Dims, tensortable.MLX) {
 			if t.Router {
-				q[t.Name] = map[string]int{"group_size": d.GroupSize, "bits": d.GateBits}
+				c.Quant.Overrides[t.Name] = hfconfig.QuantParams{Bits: d.GateBits, GroupSize: d.GroupSize}
 			}
 		}
-		top["quantization"], top["quantization_config"] = q, q
 	}
-	b, err := json.MarshalIndent(top, "", "  ")
+	b, err := hfconfig.File{Config: c, Rope: hfconfig.Object{{Key: "mrope_section", Value: []int{11, 11, 10}},
+		{Key: "mrope_interleaved", Value: true}}}.MarshalFile()
 	if err != nil {
-		panic(err) // maps of plain values always marshal
+		panic(err) // plain values always marshal
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 // Package tracetest is the tests' error-injection hook: a backend wrapper whose sessions, while
 // observed, add a small error to one named intermediate at one position, standing for a wrong
-// kernel in one layer. Tests only: nothing outside _test files imports it.
+// kernel in one layer; and the check that observing a session leaves its results unchanged.
+// Tests only: nothing outside _test files imports it.
 package tracetest
 
 import (

@@ -58,26 +58,3 @@ inline float qget(device const uint* w, device const ushort* s, device const ush
   uint g = row * (in / LILY_GROUP) + i / LILY_GROUP;
   return qbf16(s, g, sshift(sh)) * float(q) + qbf16(b, g, bshift(sh));
 }
-
-// W[row] · x with dequantization fused into the dot product: Σ_g s_g·Σ q_i x_i + b_g·Σ x_i.
-// Called by all 32 lanes of a SIMD group; lane l takes words l, l+32, ... Returns the sum to every lane.
-inline float qrow_dot(device const uint* w, device const ushort* s, device const ushort* b, uint row, uint in,
-                      uint bits, uint sh, device const float* x, uint lane) {
-  uint per = 32u / bits;
-  uint words = in / per;
-  uint mask = (1u << bits) - 1u;
-  float acc = 0.0f;
-  for (uint wi = lane; wi < words; wi += 32u) {
-    uint word = qword(w, row * words + wi, wshift(sh));
-    uint base = wi * per;
-    float qx = 0.0f, sx = 0.0f;
-    for (uint k = 0; k < per; k++) {
-      float xv = x[base + k];
-      qx += float((word >> (k * bits)) & mask) * xv;
-      sx += xv;
-    }
-    uint g = row * (in / LILY_GROUP) + base / LILY_GROUP;
-    acc += qbf16(s, g, sshift(sh)) * qx + qbf16(b, g, bshift(sh)) * sx;
-  }
-  return simd_sum(acc);
-}

@@ -3,6 +3,9 @@
 //
 // Map:      u32 0x50414d4c ("LMAP"), u32 id, u64 length, u32 path length, path: map the file's first
 //           length bytes shared (both processes see each other's writes). Answer: u32 status.
+// MapFile:  u32 0x46504d4c ("LMPF"), u32 id, u64 file offset, u64 length, u32 path length, path: map
+//           length bytes of a file from that offset read-only (a checkpoint wrapped in place).
+//           Answer: u32 status.
 // Unmap:    u32 0x504d4e55 ("UNMP"), u32 id. No answer.
 // Dispatch: u32 0x554d454c ("LEMU"), u32 name length, name, u32 grid[3] (threadgroups), u32
 //           group[3] (threads per threadgroup), u32 order, u64 seed, u32 argument count, then per
@@ -149,9 +152,34 @@ inline unsigned pool_threads() {
 }
 
 struct Mapping {
-  char* p;
-  size_t len;
+  char* p;       // the buffer's first byte
+  size_t len;    // the buffer's length
+  char* base;    // what mmap returned (p, or the page below it for a file mapped at an offset)
+  size_t maplen; // what was mapped
 };
+
+// do_map_file maps a window of a read-only file (MapFile); kernels only read such buffers.
+inline bool do_map_file(std::map<uint32_t, Mapping>& maps) {
+  uint32_t id, plen;
+  uint64_t off, len;
+  if (!read_all(&id, 4) || !read_all(&off, 8) || !read_all(&len, 8) || !read_all(&plen, 4) || plen > 4096) return false;
+  std::string path(plen, '\0');
+  if (!read_all(&path[0], plen)) return false;
+  uint32_t st = 1;
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd >= 0 && len > 0 && !maps.count(id)) {
+    uint64_t page = uint64_t(sysconf(_SC_PAGESIZE)), delta = off % page;
+    void* m = mmap(nullptr, len + delta, PROT_READ, MAP_SHARED, fd, off_t(off - delta));
+    if (m != MAP_FAILED) {
+      maps[id] = Mapping{static_cast<char*>(m) + delta, len, static_cast<char*>(m), len + delta};
+      st = 0;
+    }
+  }
+  if (fd >= 0) close(fd);
+  write_all(&st, 4);
+  std::fflush(stdout);
+  return true;
+}
 
 inline bool do_map(std::map<uint32_t, Mapping>& maps) {
   uint32_t id, plen;
@@ -164,7 +192,7 @@ inline bool do_map(std::map<uint32_t, Mapping>& maps) {
   if (fd >= 0 && len > 0 && !maps.count(id)) {
     void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m != MAP_FAILED) {
-      maps[id] = Mapping{static_cast<char*>(m), len};
+      maps[id] = Mapping{static_cast<char*>(m), len, static_cast<char*>(m), len};
       st = 0;
     }
   }
@@ -259,12 +287,14 @@ inline int serve(const Entry* table, size_t n) {
       ok = do_dispatch(table, n, maps, *pool);
     } else if (magic == 0x50414d4cu) {
       ok = do_map(maps);
+    } else if (magic == 0x46504d4cu) {
+      ok = do_map_file(maps);
     } else if (magic == 0x504d4e55u) {
       uint32_t id;
       ok = read_all(&id, 4);
       auto m = maps.find(id);
       if (ok && m != maps.end()) {
-        munmap(m->second.p, m->second.len);
+        munmap(m->second.base, m->second.maplen);
         maps.erase(m);
       }
     }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package metal
+
+const raceEnabled = false
