@@ -56,6 +56,10 @@ func decodeSplit(n, hkv int) int {
 	return max(decodeMinSplit, cdiv(cdiv(n*hkv, decodeTargetGroups), decodeBlock)*decodeBlock)
 }
 
+// DecodeSplit is decodeSplit, for the performance model: the keys per attn_decode_split
+// threadgroup at n cached keys and hkv kv heads.
+func DecodeSplit(n, hkv int) int { return decodeSplit(n, hkv) }
+
 // decodeMaxSplits bounds cdiv(n, decodeSplit(n, hkv)) for every n <= maxCtx: the split is at least
 // n·hkv/decodeTargetGroups, so there are at most cdiv(decodeTargetGroups, hkv) ranges, and at most
 // cdiv(maxCtx, decodeMinSplit).

@@ -54,6 +54,31 @@ func checkQMVFast(bits int, add bool, what string, out, in func(*checkpoint.Conf
 	}
 }
 
+// checkQMVNorm returns the check of qmv_norm_<bits>: y = W · (x / rms(x) ⊙ nw) for the residual x,
+// against ref's RMSNorm and mat-vec.
+func checkQMVNorm(bits int, what string, out, in func(*checkpoint.Config) int, sh [3]int) func(*checker) (string, error) {
+	return func(c *checker) (string, error) {
+		kernel := fmt.Sprintf("qmv_norm_%d", bits)
+		o, n := out(c.cfg), in(c.cfg)
+		m, err := c.qmat(what, 0, o, n, bits)
+		if err != nil {
+			return "", err
+		}
+		x, nw := c.vec(n, 2), c.normWeight(n)
+		want := make([]float32, o)
+		if err := ref.MatVec(&m, 0, c.normed(x, nw), want); err != nil {
+			return "", err
+		}
+		bufs := map[int][]byte{3: f32s(x), 4: f32s(nw), 5: zeroF32(o)}
+		bufs[6] = packDims(o, n, bindShifted(bufs, 0, &m, sh), float32(c.cfg.RMSNormEps))
+		if err := c.run(kernel, [3]int{cdiv(o, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
+			return "", err
+		}
+		c.near(kernel, unf32s(bufs[5]), want, budget.MatVec)
+		return fmt.Sprintf("%s [%d, %d] %d-bit, fused norm, shifts %d/%d/%d", what, o, n, bits, sh[0], sh[1], sh[2]), nil
+	}
+}
+
 // checkQMM: qmm_t32 as the attention q_proj over a 7-token chunk with the fused residual add, [2·Hq·D, H].
 func checkQMM(c *checker) (string, error) {
 	const T = 7
@@ -202,12 +227,23 @@ func checkLogitsTopK(c *checker) (string, error) {
 // gap makes the selected ids and their order a property of the data, not of rounding.
 const routeMargin = 1e-3
 
-// routedInput draws an input whose router logits have no near-tie among their top k+1.
-func (c *checker) routedInput(router *checkpoint.Matrix, k int) ([]float32, error) {
+// normed is ref's RMSNorm of x with weight nw, or x itself when nw is nil (an unfused kernel).
+func (c *checker) normed(x, nw []float32) []float32 {
+	if nw == nil {
+		return x
+	}
+	o := make([]float32, len(x))
+	ref.RMSNorm(o, x, nw, c.cfg.RMSNormEps)
+	return o
+}
+
+// routedInput draws an input x whose router logits (of normed(x, nw)) have no near-tie among
+// their top k+1.
+func (c *checker) routedInput(router *checkpoint.Matrix, k int, nw []float32) ([]float32, error) {
 	logits := make([]float32, router.Out)
 	for range 100 {
 		x := c.vec(router.In, 1)
-		if err := ref.MatVec(router, 0, x, logits); err != nil {
+		if err := ref.MatVec(router, 0, c.normed(x, nw), logits); err != nil {
 			return nil, err
 		}
 		s := slices.Clone(logits)
@@ -243,10 +279,11 @@ func route(m *checkpoint.MoE, x []float32, k int) (ids []int32, wts []float32, s
 	return ids, w, sg[0], nil
 }
 
-// checkRouter returns the check of router_qmv_<bits> and router_softmax_topk: the real router
-// (E experts × H; 8-bit in the MLX checkpoint) and shared expert gate for 3 tokens, misaligned
-// two ways, then the softmax top-k on the threadgroup size its pipeline allows.
-func checkRouter(bits int) func(*checker) (string, error) {
+// checkRouter returns the check of router_qmv_<bits> (norm: router_qmv_norm_<bits>, which norms
+// the residual itself) and router_softmax_topk: the real router (E experts × H; 8-bit in the MLX
+// checkpoint) and shared expert gate for 3 tokens, misaligned two ways, then the softmax top-k on
+// the threadgroup size its pipeline allows.
+func checkRouter(bits int, norm bool) func(*checker) (string, error) {
 	return func(c *checker) (string, error) {
 		const T = 3
 		e, h, k := c.cfg.NumExperts, c.cfg.HiddenSize, c.cfg.NumExpertsPerTok
@@ -259,25 +296,41 @@ func checkRouter(bits int) func(*checker) (string, error) {
 			return "", err
 		}
 		m := &checkpoint.MoE{Router: router, SharedEG: seg}
+		var nw []float32
+		if norm {
+			nw = c.normWeight(h)
+		}
 		var x [][]float32
 		var wantIDs []int32
 		var wantW, wantG []float32
 		for range T {
-			xi, err := c.routedInput(&m.Router, k)
+			xi, err := c.routedInput(&m.Router, k, nw)
 			if err != nil {
 				return "", err
 			}
-			ids, w, g, err := route(m, xi, k)
+			ids, w, g, err := route(m, c.normed(xi, nw), k)
 			if err != nil {
 				return "", err
 			}
 			x, wantIDs, wantW, wantG = append(x, xi), append(wantIDs, ids...), append(wantW, w...), append(wantG, g)
 		}
-		bufs := map[int][]byte{6: flatRows(x), 7: zeroF32(T * e), 8: zeroF32(T)}
+		// Buffers after the weights: x, [nw,] logits, sgate, dims.
+		at := 6
+		bufs := map[int][]byte{at: flatRows(x)}
+		if norm {
+			at++
+			bufs[at] = f32s(nw)
+		}
+		lg, sgb := at+1, at+2
+		bufs[lg], bufs[sgb] = zeroF32(T*e), zeroF32(T)
 		rsh := bindShifted(bufs, 0, &m.Router, [3]int{1, 2, 3})
 		gsh := bindShifted(bufs, 3, &m.SharedEG, [3]int{3, 1, 2})
-		bufs[9] = packDims(e, h, rsh, gsh)
 		kernel := fmt.Sprintf("router_qmv_%d", bits)
+		bufs[at+3] = packDims(e, h, rsh, gsh)
+		if norm {
+			kernel = fmt.Sprintf("router_qmv_norm_%d", bits)
+			bufs[at+3] = packDims(e, h, rsh, gsh, float32(c.cfg.RMSNormEps))
+		}
 		if err := c.run(kernel, [3]int{cdiv(e+1, qmvRows), T, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
 			return "", err
 		}
@@ -286,14 +339,14 @@ func checkRouter(bits int) func(*checker) (string, error) {
 			return "", err
 		}
 		per := max(1, min(T, threads/32)) // one SIMD group per token
-		top := map[int][]byte{0: bufs[7], 1: zeroF32(T * k), 2: zeroF32(T * k), 3: packDims(e, k, T)}
+		top := map[int][]byte{0: bufs[lg], 1: zeroF32(T * k), 2: zeroF32(T * k), 3: packDims(e, k, T)}
 		if err := c.run("router_softmax_topk", [3]int{cdiv(T, per), 1, 1}, [3]int{32 * per, 1, 1}, top); err != nil {
 			return "", err
 		}
 		c.exact("router ids", uni32s(top[1]), wantIDs)
 		c.near("router weights", unf32s(top[2]), wantW, budget.Route)
-		c.near("shared gate logit", unf32s(bufs[8]), wantG, budget.Route)
-		return fmt.Sprintf("T=%d, E=%d × H=%d %d-bit, top %d", T, e, h, bits, k), nil
+		c.near("shared gate logit", unf32s(bufs[sgb]), wantG, budget.Route)
+		return fmt.Sprintf("T=%d, E=%d × H=%d %d-bit, top %d, fused norm %v", T, e, h, bits, k, norm), nil
 	}
 }
 

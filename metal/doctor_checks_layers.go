@@ -55,14 +55,15 @@ func moeWant(cfg *checkpoint.Config, m *checkpoint.MoE, x, h0 [][]float32) ([]fl
 	return out, nil
 }
 
-// moeInputs draws T router-tie-free tokens and residuals and routes them with ref.
-func (c *checker) moeInputs(m *checkpoint.MoE, T, k, h int) (x, h0 [][]float32, ids []int32, wts, sgate []float32, err error) {
+// moeInputs draws T router-tie-free tokens and residuals and routes them with ref; with a norm
+// weight nw the tokens are a fused kernel's inputs, routed (and to be computed on) normed.
+func (c *checker) moeInputs(m *checkpoint.MoE, T, k, h int, nw []float32) (x, h0 [][]float32, ids []int32, wts, sgate []float32, err error) {
 	for range T {
-		xi, err := c.routedInput(&m.Router, k)
+		xi, err := c.routedInput(&m.Router, k, nw)
 		if err != nil {
 			return nil, nil, nil, nil, nil, err
 		}
-		id, w, g, err := route(m, xi, k)
+		id, w, g, err := route(m, c.normed(xi, nw), k)
 		if err != nil {
 			return nil, nil, nil, nil, nil, err
 		}
@@ -72,41 +73,58 @@ func (c *checker) moeInputs(m *checkpoint.MoE, T, k, h int) (x, h0 [][]float32, 
 }
 
 // checkMoEDecode returns the check of one decode step's routed and shared experts
-// (moe_gate_up_<bits>, moe_down_<bits> with the residual) from ref's routing, every operand at
-// its own byte shift.
-func checkMoEDecode(bits int) func(*checker) (string, error) {
+// (moe_gate_up_<bits> — norm: moe_gate_up_norm_<bits>, which norms the residual itself — and
+// moe_down_<bits> with the residual) from ref's routing, every operand at its own byte shift.
+func checkMoEDecode(bits int, norm bool) func(*checker) (string, error) {
 	return func(c *checker) (string, error) {
 		cfg, m, err := c.moeSetup(bits)
 		if err != nil {
 			return "", err
 		}
 		h, in, is, k := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok
-		x, h0, ids, wts, sgate, err := c.moeInputs(m, 1, k, h)
+		var nw []float32
+		if norm {
+			nw = c.normWeight(h)
+		}
+		x, h0, ids, wts, sgate, err := c.moeInputs(m, 1, k, h, nw)
 		if err != nil {
 			return "", err
 		}
 		stride := max(in, is)
 		act, hb := zeroF32((k+1)*stride), flatRows(h0)
-		up := map[int][]byte{12: i32s(ids), 13: flatRows(x), 14: act}
+		up := map[int][]byte{12: i32s(ids), 13: flatRows(x)}
+		ai, kernel := 14, fmt.Sprintf("moe_gate_up_%d", bits)
+		if norm {
+			up[14], ai, kernel = f32s(nw), 15, fmt.Sprintf("moe_gate_up_norm_%d", bits)
+		}
+		up[ai] = act
 		down := map[int][]byte{6: i32s(ids), 7: f32s(wts), 8: f32s(sgate), 9: act, 10: hb}
 		sh := [][3]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
 		md := packDims(h, in, is, k, bits, stride, bindShifted(up, 0, &m.Gate, sh[0]), bindShifted(up, 3, &m.Up, sh[1]),
 			bindShifted(up, 6, &m.SharedGate, sh[2]), bindShifted(up, 9, &m.SharedUp, sh[3]),
 			bindShifted(down, 0, &m.Down, sh[4]), bindShifted(down, 3, &m.SharedDown, sh[5]))
-		up[15], down[11] = md, md
-		if err := c.run(fmt.Sprintf("moe_gate_up_%d", bits), [3]int{cdiv(stride, qmvRows), k + 1, 1}, [3]int{qmvThreads, 1, 1}, up); err != nil {
+		up[ai+1], down[11] = md, md
+		if norm {
+			up[ai+2] = packDims(h, float32(cfg.RMSNormEps))
+		}
+		if err := c.run(kernel, [3]int{cdiv(stride, qmvRows), k + 1, 1}, [3]int{qmvThreads, 1, 1}, up); err != nil {
 			return "", err
 		}
-		down[9] = up[14]
+		down[9] = up[ai]
 		if err := c.run(fmt.Sprintf("moe_down_%d", bits), [3]int{cdiv(h, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, down); err != nil {
 			return "", err
 		}
-		want, err := moeWant(cfg, m, x, h0)
+		xn := make([][]float32, len(x))
+		for i := range x {
+			xn[i] = c.normed(x[i], nw)
+		}
+		want, err := moeWant(cfg, m, xn, h0)
 		if err != nil {
 			return "", err
 		}
 		c.near("moe decode", unf32s(down[10]), want, budget.MoE)
-		return fmt.Sprintf("H=%d, I=%d, Is=%d, top %d of %d stored experts, %d-bit, all operands shifted", h, in, is, k, cfg.NumExperts, bits), nil
+		return fmt.Sprintf("H=%d, I=%d, Is=%d, top %d of %d stored experts, %d-bit, fused norm %v, all operands shifted",
+			h, in, is, k, cfg.NumExperts, bits, norm), nil
 	}
 }
 
@@ -119,7 +137,7 @@ func checkMoEPrefill(c *checker) (string, error) {
 		return "", err
 	}
 	h, in, is, k, e := cfg.HiddenSize, cfg.MoEIntermediate, cfg.SharedIntermediate, cfg.NumExpertsPerTok, cfg.NumExperts
-	x, h0, ids, wts, sgate, err := c.moeInputs(m, T, k, h)
+	x, h0, ids, wts, sgate, err := c.moeInputs(m, T, k, h, nil)
 	if err != nil {
 		return "", err
 	}

@@ -86,7 +86,26 @@ func (h *Honest) Decode(ctx int) (Breakdown, error) {
 	if err != nil {
 		return Breakdown{}, err
 	}
-	return h.step(cs, 1, h.Plans.Decode, 1)
+	return h.step(cs, 1, h.decodePlan(ctx), 1)
+}
+
+// decodePlan is the decode plan's counts at a context of ctx cached positions: the plans are
+// counted at position 0, where attn_decode_split has one key range per kv head; at ctx the engine
+// splits the cache into decodeRanges ranges, each its own threadgroup.
+func (h *Honest) decodePlan(ctx int) metal.PlanCost {
+	pc := h.Plans.Decode
+	l, ok := pc.Kernels["attn_decode_split"]
+	if !ok {
+		return pc
+	}
+	ks := make(map[string]metal.Launches, len(pc.Kernels))
+	for k, v := range pc.Kernels {
+		ks[k] = v
+	}
+	l.Groups = l.Dispatches * h.Cfg.NumKVHeads * int(decodeRanges(ctx+1, h.Cfg.NumKVHeads))
+	ks["attn_decode_split"] = l
+	pc.Kernels = ks
+	return pc
 }
 
 // Prefill is the time to prefill an n-token prompt in the engine's chunks, the head on the last.
@@ -144,7 +163,7 @@ func (h *Honest) DecodeKernels(ctx int) ([]KernelTime, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, ks, err := h.price(cs, 1, h.Plans.Decode, 1)
+	_, ks, err := h.price(cs, 1, h.decodePlan(ctx), 1)
 	return ks, err
 }
 

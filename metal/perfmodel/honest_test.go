@@ -136,3 +136,36 @@ func TestHonestOnRealPlans(t *testing.T) {
 		t.Error("Prefill(0): no error")
 	}
 }
+
+// TestDecodeGridFollowsContext: the decode plans are counted at position 0, but the engine splits a
+// longer cache into more key ranges (metal.DecodeSplit); the model prices attn_decode_split with the
+// grid of the context it is asked about, so long-context decode is not priced at two threadgroups.
+func TestDecodeGridFollowsContext(t *testing.T) {
+	cfg := realConfig(t)
+	cs, err := DecodeCosts(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHonest(M5MaxGPU(), cfg, metal.PlanCounts{Chunk: 128, Decode: fakePlan(cs)})
+	groups := func(ctx int) float64 {
+		ks, err := h.DecodeKernels(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			if k.Kernel == "attn_decode_split" {
+				return k.Groups
+			}
+		}
+		t.Fatal("no attn_decode_split in the decode plan")
+		return 0
+	}
+	for _, ctx := range []int{0, 255, 4095, 131071} {
+		n := ctx + 1
+		split := metal.DecodeSplit(n, cfg.NumKVHeads)
+		want := float64(cfg.NumKVHeads * ((n + split - 1) / split))
+		if got := groups(ctx); got != want {
+			t.Errorf("context %d: attn_decode_split priced at %g threadgroups, the engine dispatches %g", ctx, got, want)
+		}
+	}
+}

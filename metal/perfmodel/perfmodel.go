@@ -33,9 +33,6 @@ const (
 	PublishedPrefillTokS = 4156
 )
 
-// DecodeSplit is the number of keys per attn_decode_split threadgroup the model assumes.
-const DecodeSplit = 256
-
 // Cost is what one step of the forward pass (one kernel, summed over its dispatches) moves and
 // computes per token. Bytes are split by kind so they can be checked against the checkpoint.
 type Cost struct {

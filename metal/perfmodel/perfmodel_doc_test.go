@@ -61,7 +61,8 @@ func perfDoc(cfg *checkpoint.Config, m Machine, pc metal.PlanCounts) (string, er
 	}
 	table(fmt.Sprintf("Decode: one token at context %d (per token)", docContext), dec, PublishedDecodeTokS,
 		"decode")
-	w("Dispatches are per decode step; the KV split is %d keys.\n\n", DecodeSplit)
+	w("Dispatches are per decode step; the cache is split into %.0f key ranges per kv head (the engine's\n"+
+		"split at this length, metal.DecodeSplit).\n\n", decodeRanges(docContext+1, cfg.NumKVHeads))
 	table(fmt.Sprintf("Prefill: a %d-token prompt as one chunk (per prompt token)", docContext), pre,
 		PublishedPrefillTokS, "prefill")
 	w("Dispatches are per chunk; byte and FLOP columns are the chunk's totals divided by its tokens.\n")

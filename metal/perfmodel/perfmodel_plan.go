@@ -145,6 +145,13 @@ func (p *plan) deltanet() []Cost {
 		p.linear("DeltaNet out_proj + residual", H, Vd, d.bits, true))
 }
 
+// decodeRanges is how many key ranges the engine's attn_decode_split splits n cached keys into
+// (metal.DecodeSplit): its threadgroups per kv head.
+func decodeRanges(n, hkv int) float64 {
+	split := metal.DecodeSplit(n, hkv)
+	return float64((n + split - 1) / split)
+}
+
 // kvBytes is the size of one cached key or value element: the KV cache is fp16.
 const kvBytes = 2
 
@@ -161,7 +168,7 @@ func (p *plan) attention() []Cost {
 		prep)
 	if p.decode {
 		n := p.ctx + 1
-		splits := math.Ceil(n / DecodeSplit)
+		splits := decodeRanges(int(n), d.Hkv)
 		part := 4 * Hq * splits * (D + 2)
 		cs = append(cs,
 			Cost{Step: "attention over the cache (splits)", Kernel: "attn_decode_split", Calls: 1,
