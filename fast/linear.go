@@ -109,12 +109,22 @@ type mulJob struct {
 }
 
 // muls runs gathered mat-mats: quantized ones on the fast/cpu grouped GEMM (dequantization fused
-// into the tile loads), or, for a matrix that only a few token rows read (most experts of a
-// short prompt), as one mat-vec per row, all such rows of the call gathered in one dispatch; the
-// rest with the plain loops.
+// into the tile loads), consecutive ones that read the same X as one cpu.Kernels.QMatMats (X
+// prepared once for all of them, one dispatch); a matrix that only a few token rows read (most
+// experts of a short prompt) as one mat-vec per row, all such rows of the call gathered in one
+// dispatch; the rest with the plain loops.
 func (s *Session) muls(jobs ...mulJob) {
 	m := s.m
 	var few []vecJob
+	var batch []cpu.MatMat
+	var bx []float32
+	brows := 0
+	flush := func() {
+		if len(batch) > 0 {
+			m.k.QMatMats(bx, brows, batch)
+		}
+		batch = batch[:0]
+	}
 	for _, j := range jobs {
 		if j.rows == 0 {
 			continue
@@ -125,11 +135,17 @@ func (s *Session) muls(jobs ...mulJob) {
 				few = append(few, vecJob{j.w, j.x[r*j.w.in : (r+1)*j.w.in], j.y[r*j.yStride : r*j.yStride+j.w.out]})
 			}
 		case j.w.q != nil && j.yStride == j.w.out:
-			m.k.QMatMat(j.y[:j.rows*j.w.out], j.w.q, j.x[:j.rows*j.w.in], j.rows)
+			x := j.x[:j.rows*j.w.in]
+			if len(batch) > 0 && (&bx[0] != &x[0] || len(bx) != len(x) || brows != j.rows) {
+				flush()
+			}
+			bx, brows = x, j.rows
+			batch = append(batch, cpu.MatMat{Y: j.y[:j.rows*j.w.out], M: j.w.q})
 		default:
 			m.plainMuls(j)
 		}
 	}
+	flush()
 	if len(few) > 0 {
 		s.vecsWith(few, false)
 	}

@@ -36,8 +36,9 @@ func (s *Session) moeDecode(l *layer) {
 }
 
 // moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
-// sort), one gathered GEMM per expert for gate/up and for down, then the weighted scatter-add;
-// the shared expert as a GEMM over all tokens.
+// sort), the experts as whole-expert tasks over the pool (moeExperts) or, for a few tokens, one
+// gathered GEMM per expert for gate/up and for down, then the weighted scatter-add; the shared
+// expert as a GEMM over all tokens.
 // It returns the router's logits [t, E], chosen experts and weights [t, k] (for observation).
 func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []float32, ids []int, wts []float32) {
 	c := s.m.cfg
@@ -74,6 +75,10 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 		for j := 0; j < hs; j++ {
 			r[i*hs+j] *= g
 		}
+	}
+	if s.expertsBatched(l, t) {
+		s.moeExperts(l, a, t, wts, count, order, r)
+		return rl, ids, wts
 	}
 	in := c.MoEIntermediate
 	xe := make([]float32, t*hs)

@@ -52,6 +52,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		addInto(x, r)
 	}
 	s.pos += t
+	s.moe = expertBufs{} // chunk-sized: an idle session does not keep them
 	normRows(x, m.final, a, t, hs, m.eps())
 	v := c.VocabSize
 	if each == nil {

@@ -21,6 +21,7 @@ type Session struct {
 	kv   []*kvCache  // per layer (attention only)
 	dec  *decodeBufs
 	scr  []*deltanetScratch
+	moe  expertBufs // moeExperts' buffers, kept across the layers of a prefill chunk
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds

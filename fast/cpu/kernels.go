@@ -27,9 +27,10 @@ type impl struct {
 	scaleAxpy          func(y []float32, b, a float32, x []float32)
 	bf16mv             func(y []float32, w []uint16, in int, x []float32, lo, hi int)
 	qmm                qmmRowsFunc
-	qmmPerm            bool        // qmm reads X with each group in unpack order (qmmPermute)
-	vnni               bool        // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
-	qmmTile            qmmTileFunc // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
+	qmmPerm            bool            // qmm reads X with each group in unpack order (qmmPermute)
+	vnni               bool            // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	qmmTile            qmmTileFunc     // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
+	qmmTileRows        qmmTileRowsFunc // the same tile down pairs of rows, stored into Y (full tiles)
 	readSum            func(x []uint64) uint64
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
@@ -71,6 +72,8 @@ type Kernels struct {
 	recs    limbRecords    // the integer GEMM's token records
 	lvecs   map[int][]*Vec // per input width, per-worker scratch of the records' preparation
 	tileOut [][32]float32  // per-worker output of the integer GEMM's tile
+	one     [1]MatMat      // QMatMat's batch of one
+	local   []workerGEMM   // per-worker state of QMatMatsOn
 	limbs   int            // limbs the integer GEMM reads: qmmLimbs (tests change it)
 	shift   uint           // their relative weight as a shift: limbShift (tests change it)
 
@@ -92,7 +95,8 @@ func New(p *Pool) *Kernels {
 func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false) }
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
-	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts()}
+	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts(),
+		tileOut: make([][32]float32, p.Workers()), local: make([]workerGEMM, p.Workers())}
 	return k
 }
 

@@ -39,6 +39,7 @@ type Pool struct {
 	task    Task
 	items   int
 	chunk   int
+	guided  bool // chunks of the remaining items over 2·n, down to one (RunTaskGuided)
 	next    atomic.Int64
 	gen     atomic.Uint64 // job number; a worker runs job gen once
 	pending atomic.Int32  // background workers still in the current job
@@ -116,6 +117,10 @@ func (p *Pool) await(seen uint64, pw *poolWorker) uint64 {
 
 // drain takes chunks of the current job until none are left; w is the worker's index.
 func (p *Pool) drain(w int) {
+	if p.guided {
+		p.drainGuided(w)
+		return
+	}
 	for {
 		lo := int(p.next.Add(int64(p.chunk))) - p.chunk
 		if lo >= p.items {
@@ -123,6 +128,27 @@ func (p *Pool) drain(w int) {
 		}
 		clearUpper()
 		p.task.Do(w, lo, min(lo+p.chunk, p.items))
+	}
+}
+
+// guidedMax caps a guided chunk: a worker that the OS deschedules holding a large chunk would leave
+// the other to wait at the end.
+const guidedMax = 4
+
+// drainGuided is drain for RunTaskGuided: each take is half a worker's share of what is left, at
+// most guidedMax items.
+func (p *Pool) drainGuided(w int) {
+	for {
+		lo := int(p.next.Load())
+		if lo >= p.items {
+			return
+		}
+		n := max(1, min(guidedMax, (p.items-lo)/(2*p.n)))
+		if !p.next.CompareAndSwap(int64(lo), int64(lo+n)) {
+			continue
+		}
+		clearUpper()
+		p.task.Do(w, lo, lo+n)
 	}
 }
 
@@ -141,7 +167,28 @@ func (p *Pool) RunTask(items int, t Task) {
 		t.Do(0, 0, items)
 		return
 	}
-	p.task, p.items = t, items
+	p.run(items, t, false)
+}
+
+// RunTaskGuided is RunTask for items of unequal cost sorted from the costliest down (the experts
+// of a prefill chunk by their token counts): the workers take chunks of half their share of the
+// remaining items (at most guidedMax), down to single items at the end, so that they finish
+// together.
+func (p *Pool) RunTaskGuided(items int, t Task) {
+	if items <= 0 {
+		return
+	}
+	if p.n == 1 || items == 1 {
+		clearUpper()
+		t.Do(0, 0, items)
+		return
+	}
+	p.run(items, t, true)
+}
+
+// run dispatches t over [0, items) to every worker and waits for them.
+func (p *Pool) run(items int, t Task, guided bool) {
+	p.task, p.items, p.guided = t, items, guided
 	p.chunk = max(1, (items+p.n*chunksPerWorker-1)/(p.n*chunksPerWorker))
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.workers)))

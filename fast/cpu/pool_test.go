@@ -31,6 +31,34 @@ func TestPoolCoversRangeOnce(t *testing.T) {
 	})
 }
 
+// TestPoolGuidedCoversRangeOnce: RunTaskGuided runs every item once, in chunks no larger than
+// guidedMax, and a guided job followed by a plain one on the same pool runs the plain one in full.
+func TestPoolGuidedCoversRangeOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
+		defer p.Close()
+		for range 3 {
+			n := rapid.IntRange(0, 600).Draw(t, "n")
+			hits := make([]atomic.Int32, n)
+			task := taskOf(func(_, lo, hi int) {
+				if lo >= hi || (p.guided && hi-lo > guidedMax) {
+					t.Errorf("chunk [%d, %d)", lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+			})
+			p.RunTaskGuided(n, task)
+			p.RunTask(n, task)
+			for i := range hits {
+				if h := hits[i].Load(); h != 2 {
+					t.Fatalf("n %d: item %d run %d times, want once per job", n, i, h)
+				}
+			}
+		}
+	})
+}
+
 func TestPoolWorkerIndex(t *testing.T) {
 	p := NewPool(3)
 	defer p.Close()

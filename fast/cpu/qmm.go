@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"fmt"
-
-	"github.com/lily-engine/lily/internal/safetensors"
-)
+import "github.com/lily-engine/lily/internal/safetensors"
 
 // qmmRowBlock is the number of output rows dequantized together by the mat-mat: the block's
 // dequantized weights (qmmRowBlock × In float32, 32 KB at In = 2048) stay in L1/L2 while every
@@ -55,12 +51,7 @@ func (t *qmmTask) Do(w, lo, hi int) {
 // in float32) into its scratch, and multiplies every token row with it. Past qmmLargeX the tokens
 // run in blocks of qmmTokenBlock.
 func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
-	if err := m.Check(); err != nil {
-		panic("cpu: " + err.Error())
-	}
-	if t <= 0 || len(x) < t*m.In || len(y) < t*m.Out {
-		panic(fmt.Sprintf("cpu: QMatMat: W [%d, %d], x %d, y %d, T %d", m.Out, m.In, len(x), len(y), t))
-	}
+	k.checkMM(y, m, x, t)
 	if tb := k.tokenBlock; t > tb && t*m.In >= k.largeX {
 		for t0 := 0; t0 < t; t0 += tb {
 			n := min(tb, t-t0)
@@ -68,8 +59,10 @@ func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 		}
 		return
 	}
-	if k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0 {
-		k.qmmInt(y, m, x[:t*m.In], t)
+	if k.intGEMM(m) {
+		k.one[0] = MatMat{Y: y, M: m}
+		k.qmmInt(x[:t*m.In], t, k.one[:])
+		k.one[0] = MatMat{}
 		return
 	}
 	if need := qmmRowBlock * m.In; len(k.buf[0]) < need {

@@ -1,5 +1,7 @@
 package cpu
 
+import "fmt"
+
 // qmmLimbs is how many of the three limbs of each activation the integer prefill GEMM multiplies:
 // two, x ≈ (d/256)·(256·a + b) per group with d = max|x|/127, within d/512 (about 1/65000 of the
 // group's largest |x|, the int16 copy's precision). One limb (int8 activations) moved the 512-wide
@@ -9,42 +11,83 @@ const qmmLimbs = 2
 // qmmTileFunc computes a 2-row × recTile-token tile of the integer GEMM (qmm4TileVNNI).
 type qmmTileFunc func(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint)
 
-// qmmIntTask is the pool tasks of one integer GEMM: first the records (items are token rows),
-// then the product (items are blocks of qmmVNNIRows output rows).
+// qmmTileRowsFunc computes the tiles of pairs row pairs from row o for a full tile of recTile
+// tokens, straight into y: y[t·yStride + r] for token t and row o+r (qmm4RowsVNNI).
+type qmmTileRowsFunc func(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, stride, n int, shift uint)
+
+// MatMat is one product of a batched mat-mat: Y: [T, M.Out] = X: [T, M.In] · Mᵀ, X shared by the
+// batch.
+type MatMat struct {
+	Y []float32
+	M *QMat
+}
+
+// qmmIntTask is the pool tasks of one batch of integer GEMMs that read the same X: first the
+// records (items are token rows), then the products (items are blocks of qmmVNNIRows output rows
+// across all the matrices, ends[j] the first block past matrix j).
 type qmmIntTask struct {
 	k    *Kernels
-	y    []float32
-	m    *QMat
 	x    []float32
 	t    int
 	prep bool
+	recs *limbRecords
 	vecs []*Vec // per-worker scratch of the records' preparation, of width In
+	jobs []MatMat
+	ends []int
 }
 
 func (q *qmmIntTask) Do(w, lo, hi int) {
-	k := q.k
 	if q.prep {
+		in := q.recs.in
 		for t := lo; t < hi; t++ {
-			k.recs.fill(t, q.x[t*q.m.In:(t+1)*q.m.In], q.vecs[w], k.limbs)
+			q.recs.fill(t, q.x[t*in:(t+1)*in], q.vecs[w], q.k.limbs)
 		}
 		return
 	}
-	m, r := q.m, &k.recs
+	j := 0
+	for q.ends[j] <= lo {
+		j++
+	}
+	for lo < hi {
+		start := 0
+		if j > 0 {
+			start = q.ends[j-1]
+		}
+		end := min(hi, q.ends[j])
+		jb := &q.jobs[j]
+		q.k.qmmIntRows(w, jb.Y, jb.M, q.recs, q.t, (lo-start)*qmmVNNIRows, min((end-start)*qmmVNNIRows, jb.M.Out))
+		lo = end
+		j++
+	}
+}
+
+// qmmIntRows computes output rows [o0, o1) of Y: [T, m.Out] from the records r on worker w: for
+// each block of qmmVNNIRows rows and each tile of recTile tokens, the rows in pairs (a full tile's
+// pairs in one assembly loop that stores into Y, the rest one tile at a time). A pair's
+// packed rows are read and unpacked once per tile and multiplied with all its tokens in
+// registers; a block's rows (qmmVNNIRows KiB at In = 2048) stay in L2 across the tiles, a tile's
+// records (recTile·3.6 KiB per 1024 inputs) in L1 across the block.
+func (k *Kernels) qmmIntRows(w int, y []float32, m *QMat, r *limbRecords, t, o0, o1 int) {
 	// Per worker, 128 bytes apart (no two workers' outputs on one cache line): a local array would
 	// escape to the heap through the func value.
 	out := (*[8]float32)(k.tileOut[w][:8])
-	for o0 := lo * qmmVNNIRows; o0 < min(hi*qmmVNNIRows, m.Out); o0 += qmmVNNIRows {
-		o1 := min(o0+qmmVNNIRows, m.Out)
-		for t0 := 0; t0 < q.t; t0 += recTile {
-			nt := min(recTile, q.t-t0)
+	for b0 := o0; b0 < o1; b0 += qmmVNNIRows {
+		b1 := min(b0+qmmVNNIRows, o1)
+		for t0 := 0; t0 < t; t0 += recTile {
+			nt := min(recTile, t-t0)
 			rec := r.rec[t0*r.stride:]
-			for o := o0; o < o1; o += 2 {
-				second := min(o+1, o1-1)
+			o := b0
+			if pairs := (b1 - b0) / 2; nt == recTile && pairs > 0 && k.f.qmmTileRows != nil {
+				k.f.qmmTileRows(y[t0*m.Out+b0:], m.Out, m, b0, pairs, rec, r.stride, k.limbs, k.shift)
+				o += 2 * pairs
+			}
+			for ; o < b1; o += 2 {
+				second := min(o+1, b1-1)
 				k.f.qmmTile(out, m, o, second, rec, r.stride, k.limbs, k.shift)
 				for tt := range nt {
-					q.y[(t0+tt)*m.Out+o] = out[tt]
+					y[(t0+tt)*m.Out+o] = out[tt]
 					if second != o {
-						q.y[(t0+tt)*m.Out+o+1] = out[recTile+tt]
+						y[(t0+tt)*m.Out+o+1] = out[recTile+tt]
 					}
 				}
 			}
@@ -52,34 +95,145 @@ func (q *qmmIntTask) Do(w, lo, hi int) {
 	}
 }
 
-// qmmInt is QMatMat for a 4-bit matrix of whole 8-group blocks on the integer tile: every token
-// row prepared once as limbs (limbRecords, in parallel over rows), then each worker takes blocks
-// of qmmVNNIRows output rows and, for each tile of recTile tokens, runs the rows in pairs. A pair's
-// packed rows are read and unpacked once per tile and multiplied with all its tokens in registers;
-// a block's rows (qmmVNNIRows KiB at In = 2048) stay in L2 across the tiles, a tile's records
-// (recTile·3.6 KiB per 1024 inputs) in L1 across the block.
-func (k *Kernels) qmmInt(y []float32, m *QMat, x []float32, t int) {
-	vs := k.lvecs[m.In] // an MoE layer alternates input widths (gate/up, then down): one set each
+// intGEMM reports whether m runs on the integer GEMM.
+func (k *Kernels) intGEMM(m *QMat) bool {
+	return k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0
+}
+
+// qmmInt runs the batch jobs (all on the integer GEMM, all of width In) on the pool: every token
+// row of x: [T, In] prepared once as limbs (limbRecords, in parallel over rows), then one dispatch
+// over the row blocks of all the matrices.
+func (k *Kernels) qmmInt(x []float32, t int, jobs []MatMat) {
+	in := jobs[0].M.In
+	vs := k.lvecs[in] // an MoE layer alternates input widths (gate/up, then down): one set each
 	if vs == nil {
 		vs = make([]*Vec, k.pool.Workers())
 		for i := range vs {
-			vs[i] = newVec(m.In, true)
+			vs[i] = newVec(in, true)
 		}
 		if k.lvecs == nil {
 			k.lvecs = map[int][]*Vec{}
 		}
-		k.lvecs[m.In] = vs
+		k.lvecs[in] = vs
 	}
-	if len(k.tileOut) != k.pool.Workers() {
-		k.tileOut = make([][32]float32, k.pool.Workers())
-	}
-	k.recs.ensure(t, m.In)
+	k.recs.ensure(t, in)
 	k.recs.zero(t, (t+recTile-1)/recTile*recTile)
-	k.ig = qmmIntTask{k: k, y: y, m: m, x: x, t: t, prep: true, vecs: vs}
-	k.pool.RunTask(t, &k.ig)
-	k.ig.prep = false
-	k.pool.RunTask((m.Out+qmmVNNIRows-1)/qmmVNNIRows, &k.ig)
-	k.ig = qmmIntTask{}
+	ig := &k.ig
+	*ig = qmmIntTask{k: k, x: x, t: t, prep: true, recs: &k.recs, vecs: vs, jobs: jobs, ends: ig.ends[:0]}
+	k.pool.RunTask(t, ig)
+	ig.prep = false
+	blocks := 0
+	for _, j := range jobs {
+		blocks += (j.M.Out + qmmVNNIRows - 1) / qmmVNNIRows
+		ig.ends = append(ig.ends, blocks)
+	}
+	k.pool.RunTask(blocks, ig)
+	*ig = qmmIntTask{ends: ig.ends[:0]}
+}
+
+// QMatMats computes every product of jobs, Y_j = X · M_jᵀ with X: [T, In] read by all of them
+// (In the same for every M_j). On the integer GEMM X is prepared once for all the matrices and
+// their rows run in one pool dispatch; other matrices run as QMatMat. Past qmmLargeX the tokens
+// run in blocks of qmmTokenBlock, as in QMatMat.
+func (k *Kernels) QMatMats(x []float32, t int, jobs []MatMat) {
+	if len(jobs) == 0 {
+		return
+	}
+	in := jobs[0].M.In
+	for _, j := range jobs {
+		k.checkMM(j.Y, j.M, x, t)
+		if j.M.In != in {
+			panic(fmt.Sprintf("cpu: QMatMats: widths %d and %d", in, j.M.In))
+		}
+	}
+	if tb := k.tokenBlock; t > tb && t*in >= k.largeX {
+		sub := make([]MatMat, len(jobs))
+		for t0 := 0; t0 < t; t0 += tb {
+			n := min(tb, t-t0)
+			for i, j := range jobs {
+				sub[i] = MatMat{Y: j.Y[t0*j.M.Out:], M: j.M}
+			}
+			k.QMatMats(x[t0*in:(t0+n)*in], n, sub)
+		}
+		return
+	}
+	var ints []MatMat
+	for _, j := range jobs {
+		if k.intGEMM(j.M) {
+			ints = append(ints, j)
+		} else {
+			k.QMatMat(j.Y, j.M, x, t)
+		}
+	}
+	if len(ints) > 0 {
+		k.qmmInt(x[:t*in], t, ints)
+	}
+}
+
+// workerGEMM is one worker's state for QMatMatsOn.
+type workerGEMM struct {
+	recs limbRecords
+	vecs map[int]*Vec // per input width
+}
+
+// QMatMatsOn is QMatMats run on the calling goroutine alone, as pool worker w (T = 1 as the VNNI
+// mat-vec, exactly what QMatVec computes): for many small
+// products that the caller spreads over the pool itself (the experts of a prefill chunk, one
+// expert per task). It must be called from inside a task running on w (or, with w = 0, outside
+// any dispatch), and only where IntGEMM reports every matrix of jobs on the integer GEMM.
+func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
+	if len(jobs) == 0 || t == 0 {
+		return
+	}
+	in := jobs[0].M.In
+	for _, j := range jobs {
+		k.checkMM(j.Y, j.M, x, t)
+		if j.M.In != in || !k.intGEMM(j.M) {
+			panic(fmt.Sprintf("cpu: QMatMatsOn: W [%d, %d] (bits %d) not on the integer GEMM of width %d", j.M.Out, j.M.In, j.M.Bits, in))
+		}
+	}
+	g := &k.local[w]
+	v := g.vecs[in]
+	if v == nil {
+		v = newVec(in, true)
+		if g.vecs == nil {
+			g.vecs = map[int]*Vec{}
+		}
+		g.vecs[in] = v
+	}
+	if t == 1 {
+		// One row: the exact mat-vec (three limbs), as QMatVec, which also beats a tile of 4
+		// tokens with 3 of them padding (matMatMinRowsInt).
+		v.Prepare(x[:in])
+		clearUpper()
+		for _, j := range jobs {
+			k.f.qmv4(j.Y, j.M, v, 0, j.M.Out)
+		}
+		return
+	}
+	r := &g.recs
+	r.ensure(t, in)
+	r.zero(t, (t+recTile-1)/recTile*recTile)
+	for tt := range t {
+		r.fill(tt, x[tt*in:(tt+1)*in], v, k.limbs)
+	}
+	clearUpper()
+	for _, j := range jobs {
+		k.qmmIntRows(w, j.Y, j.M, r, t, 0, j.M.Out)
+	}
+}
+
+// IntGEMM reports whether m's mat-mats run on the integer GEMM (AVX-512 VNNI, a 4-bit matrix of
+// whole 8-group blocks): the matrices QMatMatsOn accepts.
+func (k *Kernels) IntGEMM(m *QMat) bool { return k.intGEMM(m) }
+
+func (k *Kernels) checkMM(y []float32, m *QMat, x []float32, t int) {
+	if err := m.Check(); err != nil {
+		panic("cpu: " + err.Error())
+	}
+	if t <= 0 || len(x) < t*m.In || len(y) < t*m.Out {
+		panic(fmt.Sprintf("cpu: QMatMat: W [%d, %d], x %d, y %d, T %d", m.Out, m.In, len(x), len(y), t))
+	}
 }
 
 // matMatMinRowsFloat is the fewest token rows for which the float32 mat-mat beats one fused mat-vec
@@ -95,7 +249,7 @@ const matMatMinRowsInt = 2
 // MatMatMinRows returns the fewest token rows from which QMatMat of m is faster than one QMatVec per
 // row (prefill uses the mat-vecs below it: most experts of a short prompt see only a few rows).
 func (k *Kernels) MatMatMinRows(m *QMat) int {
-	if k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0 {
+	if k.intGEMM(m) {
 		return matMatMinRowsInt
 	}
 	return matMatMinRowsFloat

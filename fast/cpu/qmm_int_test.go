@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -224,10 +225,13 @@ func qmmRecRef(m *QMat, o int, rec []byte, n int, shift uint) float32 {
 }
 
 // BenchmarkQMatMatInt compares the integer GEMM ("int", qmmLimbs limbs) with the float32 512-bit
-// GEMM ("f32") it replaces where the CPU has AVX-512 VNNI, on one worker (the calling goroutine:
-// no pool wake-ups, so the ratio is the kernels' own on a shared machine), at expert shapes with
-// few rows (T8: 256 tokens × top-8 of 256 experts) and more, and a dense projection. GFLOP/s is
-// 2·T·Out·In per call; the integer GEMM's time includes preparing the token rows' limbs.
+// GEMM ("f32") it replaces where the CPU has AVX-512 VNNI, and with itself one tile per assembly
+// call ("int_tile": no row loop in assembly), on one worker (the calling goroutine, its OS thread
+// locked: no pool wake-ups, so the ratio is the kernels' own on a shared machine), at expert shapes
+// with few rows (T8: 256 tokens × top-8 of 256 experts) and more, and a dense projection. GFLOP/s
+// is 2·T·Out·In per call; GFLOP/s-cpu the same per second of the thread's CPU time (what other
+// processes on a shared machine change little). The integer GEMM's time includes preparing the
+// token rows' limbs.
 func BenchmarkQMatMatInt(b *testing.B) {
 	for _, sh := range []struct {
 		name    string
@@ -238,22 +242,29 @@ func BenchmarkQMatMatInt(b *testing.B) {
 		{"q4_2048x512_down", 2048, 512, 8}, {"q4_2048x512_down", 2048, 512, 64},
 		{"q4_2048x2048_dense", 2048, 2048, 64},
 	} {
-		for _, impl := range []string{"int", "f32"} {
+		for _, impl := range []string{"int", "int_tile", "f32"} {
 			b.Run(fmt.Sprintf("%s/T%d/w1/%s", sh.name, sh.t, impl), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				p := NewPool(1)
 				defer p.Close()
 				k := intKernels(b, p, qmmLimbs, limbShift)
-				if impl == "f32" {
+				switch impl {
+				case "f32":
 					k = newKernels(p, simdImpl(level512), true)
+				case "int_tile":
+					k.f.qmmTileRows = nil
 				}
 				r := rand.New(rand.NewPCG(3, 3))
 				m, x := randQMat(r, 4, sh.out, sh.in), randVec(r, sh.t*sh.in)
 				y := make([]float32, sh.t*sh.out)
-				start := time.Now()
+				start, c0 := time.Now(), threadCPU()
 				for b.Loop() {
 					k.QMatMat(y, m, x, sh.t)
 				}
-				b.ReportMetric(2*float64(sh.t*sh.out*sh.in)*float64(b.N)/time.Since(start).Seconds()/1e9, "GFLOP/s")
+				flops := 2 * float64(sh.t*sh.out*sh.in) * float64(b.N) / 1e9
+				b.ReportMetric(flops/time.Since(start).Seconds(), "GFLOP/s")
+				b.ReportMetric(flops/(threadCPU()-c0).Seconds(), "GFLOP/s-cpu")
 			})
 		}
 	}
@@ -285,6 +296,62 @@ func BenchmarkQMatMatIntFewRows(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestQMatMatsMatchQMatMat: a batch sharing one X (QMatMats on the pool, QMatMatsOn on one worker)
+// computes exactly what QMatMat does for each matrix alone: the same records and tiles, so the
+// same bits (QMatMatsOn's single row: what QMatVec does). The batch mixes row counts, an 8-bit matrix (the float32 path), and token counts on
+// both sides of the token blocking.
+func TestQMatMatsMatchQMatMat(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	k.largeX, k.tokenBlock = 8*1024, 8 // token blocks from 8 tokens of width 1024
+	r := newRand(5)
+	const in = 1024
+	mats := []*QMat{randQMat(r, 4, 40, in), randQMat(r, 4, 7, in), randQMat(r, 8, 16, in), randQMat(r, 4, 64, in)}
+	for _, tok := range []int{1, 5, 8, 19} {
+		x := randVec(r, tok*in)
+		var jobs, local []MatMat
+		want := make([][]float32, len(mats))
+		for i, m := range mats {
+			want[i] = make([]float32, tok*m.Out)
+			k.QMatMat(want[i], m, x, tok)
+			jobs = append(jobs, MatMat{Y: make([]float32, tok*m.Out), M: m})
+			if k.IntGEMM(m) {
+				local = append(local, MatMat{Y: make([]float32, tok*m.Out), M: m})
+			}
+		}
+		k.QMatMats(x, tok, jobs)
+		k.QMatMatsOn(0, x, tok, local)
+		wantOn := want
+		if tok == 1 { // QMatMatsOn runs one row as the mat-vec
+			wantOn = make([][]float32, len(mats))
+			v := k.NewVec(in)
+			v.Prepare(x)
+			for i, m := range mats {
+				wantOn[i] = make([]float32, m.Out)
+				k.QMatVec(wantOn[i], m, v)
+			}
+		}
+		li := 0
+		for i, m := range mats {
+			for j, v := range jobs[i].Y {
+				if v != want[i][j] {
+					t.Fatalf("T %d, matrix %d: QMatMats Y[%d] = %g, QMatMat %g", tok, i, j, v, want[i][j])
+				}
+			}
+			if !k.IntGEMM(m) {
+				continue
+			}
+			for j, v := range local[li].Y {
+				if v != wantOn[i][j] {
+					t.Fatalf("T %d, matrix %d: QMatMatsOn Y[%d] = %g, want %g", tok, i, j, v, wantOn[i][j])
+				}
+			}
+			li++
 		}
 	}
 }

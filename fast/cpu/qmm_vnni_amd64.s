@@ -18,35 +18,26 @@
 // first limb's even and odd elements start each (r, t) sum, every further limb shifts it left by
 // the limb weight first (Horner's rule), then the sum is converted to float32, multiplied by the
 // token's multiplier pattern (its groups' limb scales) and accumulated with the row's scales.
-TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
-	MOVQ out+0(FP), R9
-	MOVQ w+8(FP), AX
-	MOVQ rowBytes+16(FP), R12
-	MOVQ sc+24(FP), SI
-	MOVQ bi+32(FP), R8
-	MOVQ scStride+40(FP), R13
-	MOVQ blocks+48(FP), CX
-	MOVQ rec+56(FP), DI
-	MOVQ recStride+64(FP), R10
-	MOVQ limbs+72(FP), BX
-	MOVQ shift+80(FP), DX
-	LEAQ (R10)(R10*2), R11
-	VMOVQ DX, X29
-	MOVL $0x0F0F0F0F, DX
-	VPBROADCASTD DX, Z28
-	MOVL $2, DX
-	VPBROADCASTD DX, Z20
-	VMOVDQU32 pairIdxMM<>(SB), Z16
-	VPADDD Z20, Z16, Z17
-	VPADDD Z20, Z17, Z18
+#define SETUP \
+	LEAQ (R10)(R10*2), R11 \
+	VMOVQ DX, X29 \
+	MOVL $0x0F0F0F0F, DX \
+	VPBROADCASTD DX, Z28 \
+	MOVL $2, DX \
+	VPBROADCASTD DX, Z20 \
+	VMOVDQU32 pairIdxMM<>(SB), Z16 \
+	VPADDD Z20, Z16, Z17 \
+	VPADDD Z20, Z17, Z18 \
 	VPADDD Z20, Z18, Z19
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
+
+#define ZERO8 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
 	VPXORD Z7, Z7, Z7
 
 // TOK4(OP, off, src): OP applied to the 4 tokens' field at off, for the sums Z(8+4r+t) of row r
@@ -128,55 +119,124 @@ TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
 done: \
 	ACC8(roff+384)
 
-block:
-	VPMOVZXWD (SI), Y26
-	VPSLLD $16, Y26, Y26
-	VPMOVZXWD (SI)(R13*1), Y27
-	VPSLLD $16, Y27, Y27
-	VPMOVZXWD (R8), Y30
-	VPSLLD $16, Y30, Y30
-	VPMOVZXWD (R8)(R13*1), Y31
-	VPSLLD $16, Y31, Y31
-	VFMADD231PS 1792(DI), Z30, Z0
-	VFMADD231PS 1792(DI)(R10*1), Z30, Z1
-	VFMADD231PS 1792(DI)(R10*2), Z30, Z2
-	VFMADD231PS 1792(DI)(R11*1), Z30, Z3
-	VFMADD231PS 1792(DI), Z31, Z4
-	VFMADD231PS 1792(DI)(R10*1), Z31, Z5
-	VFMADD231PS 1792(DI)(R10*2), Z31, Z6
-	VFMADD231PS 1792(DI)(R11*1), Z31, Z7
-
-	PAIR(0, 0, Z16, pair0)
-	PAIR(64, 448, Z17, pair1)
-	PAIR(128, 896, Z18, pair2)
-	PAIR(192, 1344, Z19, pair3)
-
-	ADDQ $256, AX
-	ADDQ $16, SI
-	ADDQ $16, R8
-	ADDQ $1856, DI
-	DECQ CX
+// BLOCKS: the block loop over CX blocks of 8 groups, into Z0–Z7.
+#define BLOCKS \
+block: \
+	VPMOVZXWD (SI), Y26 \
+	VPSLLD $16, Y26, Y26 \
+	VPMOVZXWD (SI)(R13*1), Y27 \
+	VPSLLD $16, Y27, Y27 \
+	VPMOVZXWD (R8), Y30 \
+	VPSLLD $16, Y30, Y30 \
+	VPMOVZXWD (R8)(R13*1), Y31 \
+	VPSLLD $16, Y31, Y31 \
+	VFMADD231PS 1792(DI), Z30, Z0 \
+	VFMADD231PS 1792(DI)(R10*1), Z30, Z1 \
+	VFMADD231PS 1792(DI)(R10*2), Z30, Z2 \
+	VFMADD231PS 1792(DI)(R11*1), Z30, Z3 \
+	VFMADD231PS 1792(DI), Z31, Z4 \
+	VFMADD231PS 1792(DI)(R10*1), Z31, Z5 \
+	VFMADD231PS 1792(DI)(R10*2), Z31, Z6 \
+	VFMADD231PS 1792(DI)(R11*1), Z31, Z7 \
+	PAIR(0, 0, Z16, pair0) \
+	PAIR(64, 448, Z17, pair1) \
+	PAIR(128, 896, Z18, pair2) \
+	PAIR(192, 1344, Z19, pair3) \
+	ADDQ $256, AX \
+	ADDQ $16, SI \
+	ADDQ $16, R8 \
+	ADDQ $1856, DI \
+	DECQ CX \
 	JNZ block
 
-#define REDUCE(z, y, x, off) \
+// REDUCE8: Y0 = the horizontal sums of Z0–Z7 in order (Y1–Y7 and Y8 clobbered): each 512-bit
+// accumulator folded to 256 bits, then a VHADDPS tree and one exchange of 128-bit halves.
+#define FOLD(z, y) \
 	VEXTRACTF64X4 $1, z, Y8 \
-	VADDPS Y8, y, Y8 \
-	VEXTRACTF128 $1, Y8, X9 \
-	VADDPS X9, X8, X8 \
-	VMOVHLPS X8, X8, X9 \
-	VADDPS X9, X8, X8 \
-	VMOVSHDUP X8, X9 \
-	VADDSS X9, X8, X8 \
-	VMOVSS X8, off(R9)
+	VADDPS Y8, y, y
 
-	REDUCE(Z0, Y0, X0, 0)
-	REDUCE(Z1, Y1, X1, 4)
-	REDUCE(Z2, Y2, X2, 8)
-	REDUCE(Z3, Y3, X3, 12)
-	REDUCE(Z4, Y4, X4, 16)
-	REDUCE(Z5, Y5, X5, 20)
-	REDUCE(Z6, Y6, X6, 24)
-	REDUCE(Z7, Y7, X7, 28)
+#define REDUCE8 \
+	FOLD(Z0, Y0) \
+	FOLD(Z1, Y1) \
+	FOLD(Z2, Y2) \
+	FOLD(Z3, Y3) \
+	FOLD(Z4, Y4) \
+	FOLD(Z5, Y5) \
+	FOLD(Z6, Y6) \
+	FOLD(Z7, Y7) \
+	VHADDPS Y1, Y0, Y0 \
+	VHADDPS Y3, Y2, Y2 \
+	VHADDPS Y5, Y4, Y4 \
+	VHADDPS Y7, Y6, Y6 \
+	VHADDPS Y2, Y0, Y0 \
+	VHADDPS Y6, Y4, Y4 \
+	VPERM2F128 $0x20, Y4, Y0, Y1 \
+	VPERM2F128 $0x31, Y4, Y0, Y2 \
+	VADDPS Y2, Y1, Y0
+
+TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R9
+	MOVQ w+8(FP), AX
+	MOVQ rowBytes+16(FP), R12
+	MOVQ sc+24(FP), SI
+	MOVQ bi+32(FP), R8
+	MOVQ scStride+40(FP), R13
+	MOVQ blocks+48(FP), CX
+	MOVQ rec+56(FP), DI
+	MOVQ recStride+64(FP), R10
+	MOVQ limbs+72(FP), BX
+	MOVQ shift+80(FP), DX
+	SETUP
+	ZERO8
+	BLOCKS
+	REDUCE8
+	VMOVUPS Y0, (R9)
+	VZEROUPPER
+	RET
+
+// func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs int)
+//
+// pairs ≥ 1 consecutive tiles of qmm4TileVNNIAsm down the rows (rows 2p and 2p+1 of w, sc and bi
+// for p < pairs) against the same 4 token records, each tile's results stored straight into Y:
+// y[t·yStride + 4·r] (yStride in bytes) for row r of the pair and token t, y advancing 8 bytes a
+// pair. The arguments' slots for w, sc, bi, y and pairs advance as the loop's cursors.
+TEXT ·qmm4RowsVNNIAsm(SB), NOSPLIT, $0-104
+	MOVQ rowBytes+16(FP), R12
+	MOVQ scStride+40(FP), R13
+	MOVQ recStride+64(FP), R10
+	MOVQ limbs+72(FP), BX
+	MOVQ shift+80(FP), DX
+	SETUP
+pair:
+	MOVQ w+8(FP), AX
+	MOVQ sc+24(FP), SI
+	MOVQ bi+32(FP), R8
+	MOVQ blocks+48(FP), CX
+	MOVQ rec+56(FP), DI
+	ZERO8
+	BLOCKS
+	REDUCE8
+	VPMOVZXBD VNNIperm2<>(SB), Y1
+	VPERMPS Y0, Y1, Y0
+	MOVQ y+0(FP), R9
+	MOVQ yStride+88(FP), DX
+	VMOVQ X0, (R9)
+	VMOVHPS X0, (R9)(DX*1)
+	VEXTRACTF128 $1, Y0, X1
+	LEAQ (R9)(DX*2), CX
+	VMOVQ X1, (CX)
+	VMOVHPS X1, (CX)(DX*1)
+	ADDQ $8, R9
+	MOVQ R9, y+0(FP)
+	MOVQ R12, DX
+	SHLQ $1, DX
+	ADDQ DX, w+8(FP)
+	MOVQ R13, DX
+	SHLQ $1, DX
+	ADDQ DX, sc+24(FP)
+	ADDQ DX, bi+32(FP)
+	DECQ pairs+96(FP)
+	JNZ pair
 	VZEROUPPER
 	RET
 
@@ -191,3 +251,7 @@ DATA pairIdxMM<>+40(SB)/8, $0x0000000100000001
 DATA pairIdxMM<>+48(SB)/8, $0x0000000100000001
 DATA pairIdxMM<>+56(SB)/8, $0x0000000100000001
 GLOBL pairIdxMM<>(SB), RODATA|NOPTR, $64
+
+// VNNIperm2: VPERMPS indices (bytes, widened) from [r0t0..r0t3, r1t0..r1t3] to row pairs per token.
+DATA VNNIperm2<>+0(SB)/8, $0x0703060205010400
+GLOBL VNNIperm2<>(SB), RODATA|NOPTR, $8

@@ -28,12 +28,13 @@ func simdImpl(level simdLevel) impl {
 	rows := qmmRowsSIMD
 	vnni := false
 	var tile qmmTileFunc
+	var tileRows qmmTileRowsFunc
 	if archsimd.X86.AVX512() && level >= level512 {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
-			q4, vnni, tile = qmv4RowsVNNI, true, qmm4TileVNNI
+			q4, vnni, tile, tileRows = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI
 		}
 	}
 	return impl{
@@ -48,6 +49,7 @@ func simdImpl(level simdLevel) impl {
 		qmmPerm:     true,
 		vnni:        vnni,
 		qmmTile:     tile,
+		qmmTileRows: tileRows,
 		readSum:     readSumSIMD,
 		siluMul:     siluMulSIMD,
 		dots:        dotsSIMD,

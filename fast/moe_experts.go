@@ -1,0 +1,136 @@
+package fast
+
+import "github.com/lily-engine/lily/fast/cpu"
+
+// moeBatchMinTokens is the fewest tokens of a prefill chunk from which its experts run as one pool
+// dispatch of whole experts (moeExperts); below it most experts see one token, and the per-expert
+// GEMMs spread over the pool (with mat-vecs for single rows) keep both workers busy.
+const moeBatchMinTokens = 16
+
+// expertsBatched reports whether layer l's routed experts can run as moeExperts does: every
+// expert matrix on the integer GEMM.
+func (s *Session) expertsBatched(l *layer, t int) bool {
+	if t < moeBatchMinTokens {
+		return false
+	}
+	k := s.m.k
+	for x := range l.gate {
+		for _, w := range []*mat{l.gate[x], l.up[x], l.down[x]} {
+			if w.q == nil || !k.IntGEMM(w.q) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// expertTask runs whole experts of a prefill chunk on one worker each: the expert's token rows
+// gathered, gate and up from one preparation of them, SwiGLU, down, the result written by slot
+// position (yd). An expert's weights are thus read and unpacked once per tile of 4 of its rows,
+// with no dispatch per matrix.
+type expertTask struct {
+	s       *Session
+	l       *layer
+	a       []float32 // [t, hs] the normed input
+	experts []int     // the experts with tokens, most tokens first
+	count   []int     // [E+1] expert x's slots are order[count[x]:count[x+1]]
+	order   []int     // slots (token·k + j) grouped by expert
+	k       int       // experts per token
+	xe      [][]float32
+	ge, ue  [][]float32 // per worker: [rows, hs], [rows, in], [rows, in]
+	yd      []float32   // [t·k, hs] the down projection of order position p at row p
+}
+
+func (e *expertTask) Do(w, lo, hi int) {
+	c, l, kr := e.s.m.cfg, e.l, e.s.m.k
+	hs, in := c.HiddenSize, c.MoEIntermediate
+	for _, x := range e.experts[lo:hi] {
+		p0, p1 := e.count[x], e.count[x+1]
+		n := p1 - p0
+		xe, ge, ue := e.xe[w][:n*hs], e.ge[w][:n*in], e.ue[w][:n*in]
+		for j, slot := range e.order[p0:p1] {
+			tok := slot / e.k
+			copy(xe[j*hs:(j+1)*hs], e.a[tok*hs:(tok+1)*hs])
+		}
+		kr.QMatMatsOn(w, xe, n, []cpu.MatMat{{Y: ge, M: l.gate[x].q}, {Y: ue, M: l.up[x].q}})
+		e.s.m.ops.swiglu(ge, ue)
+		kr.QMatMatsOn(w, ge, n, []cpu.MatMat{{Y: e.yd[p0*hs : p1*hs], M: l.down[x].q}})
+	}
+}
+
+// expertBufs are moeExperts' buffers: the down projections by slot position and each worker's
+// gathered rows and gate/up outputs. A prefill chunk of 1,024 tokens needs 64 MB of the former at
+// the real width; kept on the session for the chunk (prefillChunk drops them at its end), they are
+// allocated once per chunk rather than per layer.
+type expertBufs struct {
+	yd         []float32
+	xe, ge, ue [][]float32
+}
+
+// grow makes b hold yd floats of slot outputs and, for each of workers, xe gathered-row floats and
+// ge of each of gate and up.
+func (b *expertBufs) grow(workers, yd, xe, ge int) {
+	if len(b.yd) < yd {
+		b.yd = make([]float32, yd)
+	}
+	if len(b.xe) != workers {
+		b.xe, b.ge, b.ue = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
+	}
+	for w := range workers {
+		if len(b.xe[w]) < xe {
+			b.xe[w] = make([]float32, xe)
+		}
+		if len(b.ge[w]) < ge {
+			b.ge[w], b.ue[w] = make([]float32, ge), make([]float32, ge)
+		}
+	}
+}
+
+// moeExperts adds the routed experts' weighted outputs to r: [t, hs] for the chunk's routing
+// (ids and wts: [t, k]; count and order as moePrefill builds them): one pool dispatch of whole
+// experts, most tokens first in guided chunks so that the workers finish together, then each
+// token's k outputs summed in its top-k order, in parallel over tokens.
+func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count, order []int, r []float32) {
+	c := s.m.cfg
+	hs, in, e, k := c.HiddenSize, c.MoEIntermediate, c.NumExperts, c.NumExpertsPerTok
+	// Experts with tokens, by token count descending (counting sort).
+	most := 0
+	for x := 0; x < e; x++ {
+		most = max(most, count[x+1]-count[x])
+	}
+	byN := make([]int, most+2)
+	for x := 0; x < e; x++ {
+		byN[most-(count[x+1]-count[x])+1]++
+	}
+	for i := 1; i < len(byN); i++ {
+		byN[i] += byN[i-1]
+	}
+	experts := make([]int, e)
+	for x := 0; x < e; x++ {
+		i := most - (count[x+1] - count[x])
+		experts[byN[i]] = x
+		byN[i]++
+	}
+	used := 0
+	for used < e && count[experts[used]+1] > count[experts[used]] {
+		used++
+	}
+	b := &s.moe
+	b.grow(s.m.run.Workers(), t*k*hs, most*hs, most*in)
+	task := &expertTask{s: s, l: l, a: a, experts: experts[:used], count: count, order: order, k: k,
+		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs]}
+	s.m.run.RunTaskGuided(used, task)
+	pos := make([]int, t*k) // pos[slot]: the slot's position in order
+	for p, slot := range order {
+		pos[slot] = p
+	}
+	s.m.run.Run(t, func(lo, hi int) {
+		for tok := lo; tok < hi; tok++ {
+			ri := r[tok*hs : (tok+1)*hs]
+			for slot := tok * k; slot < (tok+1)*k; slot++ {
+				p := pos[slot]
+				s.m.ops.axpy(wts[slot], task.yd[p*hs:(p+1)*hs], ri)
+			}
+		}
+	})
+}
