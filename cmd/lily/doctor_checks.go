@@ -18,6 +18,7 @@ import (
 	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
+	"github.com/lily-engine/lily/metal/kernelcheck"
 	"github.com/lily-engine/lily/ref"
 )
 
@@ -110,9 +111,9 @@ func runDoctor(o doctorOptions) *doctorReport {
 }
 
 // doctorKernels runs every kernel of the library at the real model's sizes on random data
-// against ref (metal.CheckKernels) and records one check per table entry, "kernel/<name>".
+// against ref (kernelcheck.CheckKernels) and records one check per table entry, "kernel/<name>".
 func doctorKernels(r *doctorReport, dev device.Device) {
-	rs, err := metal.CheckKernels(dev)
+	rs, err := kernelcheck.CheckKernels(dev)
 	if err != nil {
 		r.add("kernels", "FAIL", "%v", err)
 		return

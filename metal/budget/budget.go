@@ -1,6 +1,6 @@
 // Package budget holds the error budgets of the Metal kernels against ref: the largest relative
 // error (max_i |got−want| / max_i |want|) each kernel may show. The conformance emulator tests
-// and `lily doctor`'s per-kernel checks (metal.CheckKernels) both read them from here.
+// and `lily doctor`'s per-kernel checks (kernelcheck.CheckKernels) both read them from here.
 package budget
 
 // MatVec: the 4-bit/8-bit mat-vecs and mat-mats accumulate each dot product in float32

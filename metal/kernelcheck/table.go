@@ -1,4 +1,8 @@
-package metal
+// Package kernelcheck is lily doctor's per-kernel table: every kernel of the Metal library run at
+// the real model's sizes on random data on a device and compared with ref's numerics (or an exact
+// Go computation) within its budget (metal/budget). It is the one package of the metal family that
+// imports ref — the oracle — and the engine (package metal) does not import it; cmd/lily does.
+package kernelcheck
 
 import (
 	"fmt"

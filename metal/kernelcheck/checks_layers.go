@@ -1,4 +1,4 @@
-package metal
+package kernelcheck
 
 import (
 	"fmt"

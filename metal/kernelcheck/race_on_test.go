@@ -1,6 +1,6 @@
 //go:build race
 
-package metal
+package kernelcheck
 
 // raceEnabled: the race detector slows the Go reference computations several times over.
 const raceEnabled = true

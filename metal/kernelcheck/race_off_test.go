@@ -1,5 +1,5 @@
 //go:build !race
 
-package metal
+package kernelcheck
 
 const raceEnabled = false
