@@ -31,13 +31,11 @@ func marshalFile(v any) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// ConfigJSON is the checkpoint's config.json (model.md §1.1): the nested Qwen3_5MoeForConditionalGeneration
-// config with text_config, a small vision_config stub, and for the MLX layout the identical quantization
-// and quantization_config blocks with a per-module override for every router and shared-expert gate.
-func (p *Plan) ConfigJSON() ([]byte, error) {
-	c := p.Config
+// HFConfig is c as the loader reads it from config.json (checkpoint.Config): the text model's
+// sizes and the stop ids, without the quantization (ConfigJSON adds it for the MLX layout).
+func (c Config) HFConfig() *hfconfig.Config {
 	d := c.dims()
-	hc := &hfconfig.Config{HiddenSize: c.HiddenSize, NumLayers: c.NumLayers, LayerTypes: d.LayerTypes,
+	return &hfconfig.Config{HiddenSize: c.HiddenSize, NumLayers: c.NumLayers, LayerTypes: d.LayerTypes,
 		VocabSize: c.VocabSize, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
 		LinearNumKeyHeads: c.LinearNumKeyHeads, LinearNumValueHeads: c.LinearNumValueHeads,
 		LinearKeyHeadDim: c.LinearKeyHeadDim, LinearValueHeadDim: c.LinearValueHeadDim,
@@ -45,6 +43,14 @@ func (p *Plan) ConfigJSON() ([]byte, error) {
 		MoEIntermediate: c.MoEIntermediate, SharedIntermediate: c.SharedIntermediate, RMSNormEps: c.RMSNormEps,
 		RopeTheta: c.RopeTheta, PartialRotaryFactor: c.PartialRotaryFactor,
 		MaxPositionEmbeddings: c.MaxPositionEmbeddings, BOSTokenID: TokenEndOfText, EOSTokenIDs: []int{TokenEndOfText}}
+}
+
+// ConfigJSON is the checkpoint's config.json (model.md §1.1): the nested Qwen3_5MoeForConditionalGeneration
+// config with text_config, a small vision_config stub, and for the MLX layout the identical quantization
+// and quantization_config blocks with a per-module override for every router and shared-expert gate.
+func (p *Plan) ConfigJSON() ([]byte, error) {
+	c := p.Config
+	hc := c.HFConfig()
 	if p.Layout == LayoutMLX {
 		hc.Quant = &hfconfig.Quantization{Bits: defaultBits, GroupSize: c.GroupSize, Mode: hfconfig.ModeAffine,
 			Overrides: map[string]hfconfig.QuantParams{}}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/synth"
-	"github.com/lily-engine/lily/internal/tensortable"
 	"github.com/lily-engine/lily/metal/budget"
 	"github.com/lily-engine/lily/metal/device"
 )
@@ -82,14 +81,7 @@ func RealConfig() (*checkpoint.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint.Config{HiddenSize: s.HiddenSize, NumLayers: s.NumLayers,
-		LayerTypes: tensortable.Interleaved(s.NumLayers, s.FullAttentionInterval), VocabSize: s.VocabSize,
-		NumHeads: s.NumHeads, NumKVHeads: s.NumKVHeads, HeadDim: s.HeadDim,
-		LinearNumKeyHeads: s.LinearNumKeyHeads, LinearNumValueHeads: s.LinearNumValueHeads,
-		LinearKeyHeadDim: s.LinearKeyHeadDim, LinearValueHeadDim: s.LinearValueHeadDim, LinearConvKernel: s.LinearConvKernel,
-		NumExperts: s.NumExperts, NumExpertsPerTok: s.NumExpertsPerTok, MoEIntermediate: s.MoEIntermediate,
-		SharedIntermediate: s.SharedIntermediate, RMSNormEps: s.RMSNormEps, RopeTheta: s.RopeTheta,
-		PartialRotaryFactor: s.PartialRotaryFactor, MaxPositionEmbeddings: s.MaxPositionEmbeddings}, nil
+	return s.HFConfig(), nil
 }
 
 // CheckKernels runs every entry of the kernel table on dev at the real model's sizes and returns
