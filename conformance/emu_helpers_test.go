@@ -10,6 +10,7 @@ import (
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/diff"
+	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/metal/emu"
 	"github.com/lily-engine/lily/ref"
@@ -192,24 +193,7 @@ func uni32(b []byte) []int32 {
 }
 
 // dims packs a dims struct: int and uint32 fields as uint32, float32 and float64 as float32, in order.
-func dims(fields ...any) []byte {
-	var b []byte
-	for _, f := range fields {
-		switch v := f.(type) {
-		case int:
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		case uint32:
-			b = binary.LittleEndian.AppendUint32(b, v)
-		case float32:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		case float64:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
-		default:
-			panic("dims: unsupported field type")
-		}
-	}
-	return b
-}
+func dims(fields ...any) []byte { return metal.PackDims(fields...) }
 
 // zeros is n zero float32 values as bytes.
 func zeros(n int) []byte { return make([]byte, 4*n) }

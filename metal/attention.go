@@ -10,7 +10,7 @@ import (
 
 // attnDims is the AttnDims struct: t new tokens at pos0, n visible keys, split keys per split.
 func (s *sizes) attnDims(pos0, t, n, split int) []byte {
-	return dims(s.hq, s.hkv, s.d, s.rot, pos0, t, n, split, s.eps, float32(1/math.Sqrt(float64(s.d))))
+	return PackDims(s.hq, s.hkv, s.d, s.rot, pos0, t, n, split, s.eps, float32(1/math.Sqrt(float64(s.d))))
 }
 
 // attnPrep: norm + RoPE the t new queries and keys, append keys and values to the cache.

@@ -8,7 +8,7 @@ import (
 
 // deltanetDims is the DeltaNetDims struct for t tokens.
 func (s *sizes) deltanetDims(t int) []byte {
-	return dims(s.hk, s.hv, s.dk, s.dv, s.conv, s.c, t, float32(1e-6), s.eps)
+	return PackDims(s.hk, s.hv, s.dk, s.dv, s.conv, s.c, t, float32(1e-6), s.eps)
 }
 
 // Expected fraction of the roofline (max of bytes/bandwidth, FLOPs/peak) each DeltaNet kernel

@@ -30,7 +30,7 @@ func TestLowPipelineLimits(t *testing.T) {
 		t.Fatalf("router_softmax_topk limit %d, %v", n, err)
 	}
 	over := &device.Dispatch{Kernel: "logits_topk_part", Groups: grid(1, 1, 1), Threads: grid(128, 1, 1),
-		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 8)), inline(dims(1, 1, 16*128, 1))}}
+		Args: []device.Arg{inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 4)), inline(make([]byte, 8)), inline(PackDims(1, 1, 16*128, 1))}}
 	if err := dev.Run([]device.Command{over}); err == nil || !strings.Contains(err.Error(), "allows 96") {
 		t.Fatalf("a dispatch over the pipeline's limit: %v", err)
 	}

@@ -36,7 +36,7 @@ func qmv(m *qmat, x, y device.Arg, add bool) *device.Dispatch {
 		k = byBits(m.bits, "qmv_add_4", "qmv_add_8")
 	}
 	return &device.Dispatch{Kernel: k, Groups: grid(cdiv(m.out, qmvRows), 1, 1), Threads: grid(qmvThreads, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(m.out, m.in, m.bits, m.sh()))}}
+		Args: []device.Arg{m.w, m.s, m.b, x, y, inline(PackDims(m.out, m.in, m.bits, m.sh()))}}
 }
 
 // The qmv_fast threadgroup (QF_SG, QF_ROWS in kernels/qmv_fast.metal): 2 SIMD groups of 4 rows.
@@ -71,7 +71,7 @@ func qmm(m *qmat, t int, x, y device.Arg, add bool) *device.Dispatch {
 		a = 1
 	}
 	return &device.Dispatch{Kernel: "qmm_t32", Groups: grid(cdiv(m.out, gemmTile), cdiv(t, gemmTile), 1),
-		Threads: grid(gemmThreads, 1, 1), Args: []device.Arg{m.w, m.s, m.b, x, y, inline(dims(t, m.out, m.in, m.bits, a, m.sh()))}}
+		Threads: grid(gemmThreads, 1, 1), Args: []device.Arg{m.w, m.s, m.b, x, y, inline(PackDims(t, m.out, m.in, m.bits, a, m.sh()))}}
 }
 
 // The tile32 threadgroup (T32_BM, T32_BN, T32_THREADS in kernels/gemm_tile32.metal): 32 token rows
@@ -105,13 +105,13 @@ const GEMMTile32Mem = 0.6
 // embed: out [t, H] = rows ids [t] of the quantized table.
 func embedRows(m *qmat, t int, ids, out device.Arg) *device.Dispatch {
 	return &device.Dispatch{Kernel: "embed", Groups: grid(cdiv(m.in, 256), t, 1), Threads: grid(256, 1, 1),
-		Args: []device.Arg{m.w, m.s, m.b, ids, out, inline(dims(m.out, m.in, m.bits, m.sh()))}}
+		Args: []device.Arg{m.w, m.s, m.b, ids, out, inline(PackDims(m.out, m.in, m.bits, m.sh()))}}
 }
 
 // rmsNorm: y [t, n] = x / rms(x) · w, one threadgroup of 256 per row.
 func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.Dispatch {
 	return &device.Dispatch{Kernel: "rms_norm", Groups: grid(t, 1, 1), Threads: grid(lanes(n, 256), 1, 1),
-		Args: []device.Arg{x, *w, y, inline(dims(n, eps))}}
+		Args: []device.Arg{x, *w, y, inline(PackDims(n, eps))}}
 }
 
 // logitsTopK: ids, vals [k] and lse [1] of x [V], split over the GPU (kernels/logits_split.metal):
@@ -119,7 +119,7 @@ func rmsNorm(t, n int, x device.Arg, w vec, y device.Arg, eps float32) *device.D
 // terms and top k into the scratch's part rows; logits_topk_merge merges them in one threadgroup.
 func logitsTopK(s *sizes, sc *scratch, k int, x, ids, vals, lse device.Arg) []device.Command {
 	parts := s.logitParts()
-	d := inline(dims(s.v, k, logitsPerThread*s.partLanes(), parts))
+	d := inline(PackDims(s.v, k, logitsPerThread*s.partLanes(), parts))
 	pids := device.Arg{Buf: sc.tpids.buf, Off: sc.tpids.off, Len: 4 * parts * k}
 	pvals := device.Arg{Buf: sc.tpvals.buf, Off: sc.tpvals.off, Len: 4 * parts * k}
 	pstat := sc.tpstat.first(parts)
@@ -181,9 +181,10 @@ func (s *sizes) pipelineLanes(dev device.Device) error {
 	return nil
 }
 
-// dims packs a kernel's dims struct: each value as a little-endian uint32 (int, uint32) or
-// float32 (float32, float64), in field order.
-func dims(vals ...any) []byte {
+// PackDims packs a kernel's dims struct: each value as a little-endian uint32 (int, uint32) or
+// float32 (float32, float64), in field order. Exported for code that dispatches kernels directly
+// (metal/kernelcheck, the conformance tests), so they bind the layout the engine's plans bind.
+func PackDims(vals ...any) []byte {
 	b := make([]byte, 0, 4*len(vals))
 	for _, v := range vals {
 		switch v := v.(type) {

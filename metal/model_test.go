@@ -159,9 +159,9 @@ func TestRunChecksCommands(t *testing.T) {
 	}
 	for name, cmd := range map[string]device.Command{
 		"window past the end": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []device.Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(dims(1))}},
+			Args: []device.Arg{{Buf: b, Off: 32, Len: 64}, {Buf: b}, inline(PackDims(1))}},
 		"unbound buffer": &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(32, 1, 1),
-			Args: []device.Arg{{Buf: b}, {}, inline(dims(1))}},
+			Args: []device.Arg{{Buf: b}, {}, inline(PackDims(1))}},
 		"too many threads":  &device.Dispatch{Kernel: "swiglu", Groups: grid(1, 1, 1), Threads: grid(2048, 1, 1)},
 		"empty grid":        &device.Dispatch{Kernel: "swiglu", Groups: grid(0, 1, 1), Threads: grid(32, 1, 1)},
 		"copy past the end": &device.Copy{Src: b, Dst: b, SrcOff: 32, N: 64},

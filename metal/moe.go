@@ -21,12 +21,12 @@ const RouteTopKRoofline = 0.25
 func routeTopK(s *sizes, t int, logits, ids, wts device.Arg) *device.Dispatch {
 	per := max(1, min(t, s.routerLanes/32, routeTokensPerGroup))
 	return &device.Dispatch{Kernel: "router_softmax_topk", Groups: grid(cdiv(t, per), 1, 1), Threads: grid(32*per, 1, 1),
-		Args: []device.Arg{logits, ids, wts, inline(dims(s.e, s.k, t))}}
+		Args: []device.Arg{logits, ids, wts, inline(PackDims(s.e, s.k, t))}}
 }
 
 // moeDims is the MoEDims struct of layer l (act rows are max(I, Is) wide).
 func (s *sizes) moeDims(l *deviceLayer, actStride int) []byte {
-	return dims(s.h, s.inter, s.shared, s.k, l.gate.bits, actStride,
+	return PackDims(s.h, s.inter, s.shared, s.k, l.gate.bits, actStride,
 		l.gate.sh(), l.up.sh(), l.sg.sh(), l.su.sh(), l.down.sh(), l.sd.sh())
 }
 
@@ -47,7 +47,7 @@ func moeDecode(s *sizes, l *deviceLayer, ids, wts, sgate device.Arg, x normIn, a
 // moeGroup: counts [E] (reset from zeroes), offsets [E+1], cursor [E], order [n] for n = t*k slots,
 // and tiles [E+1], the (expert, 32-slot tile) work list of the tile32 expert GEMMs.
 func moeGroup(s *sizes, n int, zeroes device.Buffer, ids, counts, offsets, cursor, order, tiles device.Arg) []device.Command {
-	d := inline(dims(n, s.e))
+	d := inline(PackDims(n, s.e))
 	return []device.Command{
 		&device.Copy{Src: zeroes, Dst: counts.Buf, DstOff: counts.Off, N: 4 * s.e},
 		&device.Dispatch{Kernel: "moe_count", Groups: grid(cdiv(n, 256), 1, 1), Threads: grid(256, 1, 1),
@@ -69,7 +69,7 @@ func moeTileBound(n, e int) int { return cdiv(n, gemmTile) + min(e, n) }
 // moeGemm: act [t*k, I] = SwiGLU of each slot's expert, out [t*k, H] = down of it, over the
 // tile32 work list (expert, 32-slot tile) of the grouped slots. x [t, H].
 func moeGemm(s *sizes, l *deviceLayer, t int, x, order, offsets, tiles, act, out device.Arg) []device.Command {
-	d := inline(dims(s.k, s.h, s.inter, l.gate.bits, s.e, l.gate.sh(), l.up.sh(), l.down.sh()))
+	d := inline(PackDims(s.k, s.h, s.inter, l.gate.bits, s.e, l.gate.sh(), l.up.sh(), l.down.sh()))
 	y := moeTileBound(t*s.k, s.e)
 	return []device.Command{
 		&device.Dispatch{Kernel: "moe_gemm_t32_gate_up", Groups: grid(cdiv(s.inter, gemmTile), y, 1), Threads: grid(gemmThreads, 1, 1),
@@ -82,7 +82,7 @@ func moeGemm(s *sizes, l *deviceLayer, t int, x, order, offsets, tiles, act, out
 // swiglu: g [n] = silu(g) · u.
 func swiglu(n int, g, u device.Arg) *device.Dispatch {
 	return &device.Dispatch{Kernel: "swiglu", Groups: grid(cdiv(n, 256), 1, 1), Threads: grid(256, 1, 1),
-		Args: []device.Arg{g, u, inline(dims(n))}}
+		Args: []device.Arg{g, u, inline(PackDims(n))}}
 }
 
 // moeCombine: y [t, H] += Σ_j wts·out[t*k+j] + sigmoid(sgate[t])·shared[t].

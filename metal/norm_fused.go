@@ -26,7 +26,7 @@ type normIn struct {
 func qmvNorm(m *qmat, h device.Arg, w vec, y device.Arg, eps float32) *device.Dispatch {
 	return &device.Dispatch{Kernel: byBits(m.bits, "qmv_norm_4", "qmv_norm_8"), Groups: grid(cdiv(m.out, qmvRows), 1, 1),
 		Threads: grid(qmvThreads, 1, 1),
-		Args:    []device.Arg{m.w, m.s, m.b, h, *w, y, inline(dims(m.out, m.in, m.sh(), eps))}}
+		Args:    []device.Arg{m.w, m.s, m.b, h, *w, y, inline(PackDims(m.out, m.in, m.sh(), eps))}}
 }
 
 // linearIn is the step's linear Y = norm(H) · Wᵀ from a block's input: the fused mat-vec when in is
@@ -44,7 +44,7 @@ func routerQMVNorm(s *sizes, l *deviceLayer, t int, in normIn, logits, sgate dev
 	r, g := l.router, l.seg
 	return &device.Dispatch{Kernel: byBits(r.bits, "router_qmv_norm_4", "router_qmv_norm_8"), Groups: grid(cdiv(s.e+1, qmvRows), t, 1),
 		Threads: grid(qmvThreads, 1, 1),
-		Args:    []device.Arg{r.w, r.s, r.b, g.w, g.s, g.b, in.h, *in.w, logits, sgate, inline(dims(s.e, s.h, r.sh(), g.sh(), in.eps))}}
+		Args:    []device.Arg{r.w, r.s, r.b, g.w, g.s, g.b, in.h, *in.w, logits, sgate, inline(PackDims(s.e, s.h, r.sh(), g.sh(), in.eps))}}
 }
 
 // moeGateUpNorm: act [k+1, max(I, Is)] = the k routed experts' (ids [k]) and the shared expert's
@@ -54,7 +54,7 @@ func moeGateUpNorm(s *sizes, l *deviceLayer, ids device.Arg, in normIn, act devi
 	return &device.Dispatch{Kernel: byBits(l.gate.bits, "moe_gate_up_norm_4", "moe_gate_up_norm_8"),
 		Groups: grid(cdiv(st, qmvRows), s.k+1, 1), Threads: grid(qmvThreads, 1, 1),
 		Args: []device.Arg{l.gate.w, l.gate.s, l.gate.b, l.up.w, l.up.s, l.up.b, l.sg.w, l.sg.s, l.sg.b,
-			l.su.w, l.su.s, l.su.b, ids, in.h, *in.w, act, inline(s.moeDims(l, st)), inline(dims(s.h, in.eps))}}
+			l.su.w, l.su.s, l.su.b, ids, in.h, *in.w, act, inline(s.moeDims(l, st)), inline(PackDims(s.h, in.eps))}}
 }
 
 // QMVNormRoofline is the fraction of the memory roofline the fused-norm mat-vecs (qmv_norm_*,

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/budget"
 	"github.com/lily-engine/lily/metal/device"
 	"github.com/lily-engine/lily/ref"
@@ -45,7 +46,7 @@ func checkQMVFast(bits int, add bool, what string, out, in func(*checkpoint.Conf
 			}
 		}
 		bufs := map[int][]byte{3: f32s(x), 4: y}
-		bufs[5] = packDims(o, n, bits, bindShifted(bufs, 0, &m, sh))
+		bufs[5] = metal.PackDims(o, n, bits, bindShifted(bufs, 0, &m, sh))
 		if err := c.run(kernel, [3]int{cdiv(o, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
 			return "", err
 		}
@@ -70,7 +71,7 @@ func checkQMVNorm(bits int, what string, out, in func(*checkpoint.Config) int, s
 			return "", err
 		}
 		bufs := map[int][]byte{3: f32s(x), 4: f32s(nw), 5: zeroF32(o)}
-		bufs[6] = packDims(o, n, bindShifted(bufs, 0, &m, sh), float32(c.cfg.RMSNormEps))
+		bufs[6] = metal.PackDims(o, n, bindShifted(bufs, 0, &m, sh), float32(c.cfg.RMSNormEps))
 		if err := c.run(kernel, [3]int{cdiv(o, qmvRows), 1, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
 			return "", err
 		}
@@ -98,7 +99,7 @@ func checkQMM(c *checker) (string, error) {
 		}
 	}
 	bufs := map[int][]byte{3: flatRows(x), 4: flatRows(y0)}
-	bufs[5] = packDims(T, out, in, 4, 1, bindShifted(bufs, 0, &m, [3]int{3, 1, 2}))
+	bufs[5] = metal.PackDims(T, out, in, 4, 1, bindShifted(bufs, 0, &m, [3]int{3, 1, 2}))
 	if err := c.run("qmm_t32", [3]int{cdiv(out, gemmTile), cdiv(T, gemmTile), 1}, [3]int{gemmThreads, 1, 1}, bufs); err != nil {
 		return "", err
 	}
@@ -116,7 +117,7 @@ func checkRMSNorm(c *checker) (string, error) {
 		ref.RMSNorm(o, r, w, c.cfg.RMSNormEps)
 		want = append(want, o...)
 	}
-	bufs := map[int][]byte{0: flatRows(x), 1: f32s(w), 2: zeroF32(T * n), 3: packDims(n, float32(c.cfg.RMSNormEps))}
+	bufs := map[int][]byte{0: flatRows(x), 1: f32s(w), 2: zeroF32(T * n), 3: metal.PackDims(n, float32(c.cfg.RMSNormEps))}
 	if err := c.run("rms_norm", [3]int{T, 1, 1}, [3]int{256, 1, 1}, bufs); err != nil {
 		return "", err
 	}
@@ -144,7 +145,7 @@ func checkEmbed(c *checker) (string, error) {
 		want = append(want, r...)
 	}
 	bufs := map[int][]byte{3: i32s(ids), 4: zeroF32(len(ids) * h)}
-	bufs[5] = packDims(vocab, h, 4, bindShifted(bufs, 0, &m, [3]int{1, 3, 2}))
+	bufs[5] = metal.PackDims(vocab, h, 4, bindShifted(bufs, 0, &m, [3]int{1, 3, 2}))
 	if err := c.run("embed", [3]int{cdiv(h, 256), len(ids), 1}, [3]int{256, 1, 1}, bufs); err != nil {
 		return "", err
 	}
@@ -161,7 +162,7 @@ func checkSwiGLU(c *checker) (string, error) {
 	for i := range want {
 		want[i] = ref.SiLU(g[i]) * u[i]
 	}
-	bufs := map[int][]byte{0: f32s(g), 1: f32s(u), 2: packDims(n)}
+	bufs := map[int][]byte{0: f32s(g), 1: f32s(u), 2: metal.PackDims(n)}
 	if err := c.run("swiglu", [3]int{cdiv(n, 256), 1, 1}, [3]int{256, 1, 1}, bufs); err != nil {
 		return "", err
 	}
@@ -202,7 +203,7 @@ func checkLogitsTopK(c *checker) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d := packDims(n, k, chunk, parts)
+	d := metal.PackDims(n, k, chunk, parts)
 	pids, pvals, pstat := zeroF32(parts*k), zeroF32(parts*k), zeroF32(2*parts)
 	if err := c.run("logits_topk_part", [3]int{parts, 1, 1}, [3]int{partThreads, 1, 1},
 		map[int][]byte{0: f32s(x), 1: pids, 2: pvals, 3: pstat, 4: d}); err != nil {
@@ -326,10 +327,10 @@ func checkRouter(bits int, norm bool) func(*checker) (string, error) {
 		rsh := bindShifted(bufs, 0, &m.Router, [3]int{1, 2, 3})
 		gsh := bindShifted(bufs, 3, &m.SharedEG, [3]int{3, 1, 2})
 		kernel := fmt.Sprintf("router_qmv_%d", bits)
-		bufs[at+3] = packDims(e, h, rsh, gsh)
+		bufs[at+3] = metal.PackDims(e, h, rsh, gsh)
 		if norm {
 			kernel = fmt.Sprintf("router_qmv_norm_%d", bits)
-			bufs[at+3] = packDims(e, h, rsh, gsh, float32(c.cfg.RMSNormEps))
+			bufs[at+3] = metal.PackDims(e, h, rsh, gsh, float32(c.cfg.RMSNormEps))
 		}
 		if err := c.run(kernel, [3]int{cdiv(e+1, qmvRows), T, 1}, [3]int{qmvThreads, 1, 1}, bufs); err != nil {
 			return "", err
@@ -339,7 +340,7 @@ func checkRouter(bits int, norm bool) func(*checker) (string, error) {
 			return "", err
 		}
 		per := max(1, min(T, threads/32)) // one SIMD group per token
-		top := map[int][]byte{0: bufs[lg], 1: zeroF32(T * k), 2: zeroF32(T * k), 3: packDims(e, k, T)}
+		top := map[int][]byte{0: bufs[lg], 1: zeroF32(T * k), 2: zeroF32(T * k), 3: metal.PackDims(e, k, T)}
 		if err := c.run("router_softmax_topk", [3]int{cdiv(T, per), 1, 1}, [3]int{32 * per, 1, 1}, top); err != nil {
 			return "", err
 		}
@@ -359,7 +360,7 @@ func checkMoEGrouping(c *checker) (string, error) {
 	for i := range ids {
 		ids[i] = int32(c.rng.IntN(e))
 	}
-	gd := packDims(n, e)
+	gd := metal.PackDims(n, e)
 	counts, offs, cursor, ord := zeroF32(e), zeroF32(e+1), zeroF32(e), zeroF32(n)
 	if err := c.run("moe_count", [3]int{cdiv(n, 256), 1, 1}, [3]int{256, 1, 1}, map[int][]byte{0: i32s(ids), 1: counts, 2: gd}); err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/metal"
 	"github.com/lily-engine/lily/metal/budget"
 	"github.com/lily-engine/lily/ref"
 )
@@ -100,12 +101,12 @@ func checkMoEDecode(bits int, norm bool) func(*checker) (string, error) {
 		up[ai] = act
 		down := map[int][]byte{6: i32s(ids), 7: f32s(wts), 8: f32s(sgate), 9: act, 10: hb}
 		sh := [][3]int{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}, {1, 3, 2}, {2, 1, 3}, {3, 2, 1}}
-		md := packDims(h, in, is, k, bits, stride, bindShifted(up, 0, &m.Gate, sh[0]), bindShifted(up, 3, &m.Up, sh[1]),
+		md := metal.PackDims(h, in, is, k, bits, stride, bindShifted(up, 0, &m.Gate, sh[0]), bindShifted(up, 3, &m.Up, sh[1]),
 			bindShifted(up, 6, &m.SharedGate, sh[2]), bindShifted(up, 9, &m.SharedUp, sh[3]),
 			bindShifted(down, 0, &m.Down, sh[4]), bindShifted(down, 3, &m.SharedDown, sh[5]))
 		up[ai+1], down[11] = md, md
 		if norm {
-			up[ai+2] = packDims(h, float32(cfg.RMSNormEps))
+			up[ai+2] = metal.PackDims(h, float32(cfg.RMSNormEps))
 		}
 		if err := c.run(kernel, [3]int{cdiv(stride, qmvRows), k + 1, 1}, [3]int{qmvThreads, 1, 1}, up); err != nil {
 			return "", err
@@ -146,7 +147,7 @@ func checkMoEPrefill(c *checker) (string, error) {
 	n := T * k
 	gu := map[int][]byte{6: flatRows(x), 7: i32s(order), 8: i32s(offsets), 9: i32s(tiles), 10: zeroF32(n * in)}
 	dn := map[int][]byte{4: i32s(order), 5: i32s(offsets), 6: i32s(tiles), 7: zeroF32(n * h)}
-	gd := packDims(k, h, in, 4, e, bindShifted(gu, 0, &m.Gate, [3]int{1, 2, 3}),
+	gd := metal.PackDims(k, h, in, 4, e, bindShifted(gu, 0, &m.Gate, [3]int{1, 2, 3}),
 		bindShifted(gu, 3, &m.Up, [3]int{2, 3, 1}), bindShifted(dn, 0, &m.Down, [3]int{3, 1, 2}))
 	gu[11], dn[8] = gd, gd
 	tileBound := cdiv(n, gemmTile) + min(e, n) // a bound on the work list's tiles
@@ -176,7 +177,7 @@ func checkMoEPrefill(c *checker) (string, error) {
 	}
 	y := flatRows(h0)
 	bufs := map[int][]byte{0: dn[7], 1: f32s(wts), 2: f32s(sgate), 3: flatRows(shared), 4: y,
-		5: packDims(h, in, is, k, 4, max(in, is), 0, 0, 0, 0, 0, 0)}
+		5: metal.PackDims(h, in, is, k, 4, max(in, is), 0, 0, 0, 0, 0, 0)}
 	if err := c.run("moe_combine", [3]int{cdiv(h, 256), T, 1}, [3]int{256, 1, 1}, bufs); err != nil {
 		return "", err
 	}
@@ -197,7 +198,7 @@ func (c *checker) attnGeom() attnGeom {
 
 // attnDims packs the kernels' AttnDims.
 func (c *checker) attnDims(s attnGeom, pos0, T, n, split int) []byte {
-	return packDims(s.hq, s.hkv, s.d, s.rot, pos0, T, n, split, float32(c.cfg.RMSNormEps), float32(1/math.Sqrt(float64(s.d))))
+	return metal.PackDims(s.hq, s.hkv, s.d, s.rot, pos0, T, n, split, float32(c.cfg.RMSNormEps), float32(1/math.Sqrt(float64(s.d))))
 }
 
 // refAttend is Σ softmax(q·K)·V times sigmoid(gate) for every query head of one token over the
@@ -336,7 +337,7 @@ func checkDeltaNet(c *checker) (string, error) {
 	x, h0 := c.rows(T, h, 1), c.rows(T, h, 1)
 	qmm := func(m *checkpoint.Matrix, in []byte, y []byte, add int) error {
 		bufs := map[int][]byte{3: in, 4: y}
-		bufs[5] = packDims(T, m.Out, m.In, m.Bits, add, bindShifted(bufs, 0, m, [3]int{}))
+		bufs[5] = metal.PackDims(T, m.Out, m.In, m.Bits, add, bindShifted(bufs, 0, m, [3]int{}))
 		err := c.run("qmm_t32", [3]int{cdiv(m.Out, gemmTile), cdiv(T, gemmTile), 1}, [3]int{gemmThreads, 1, 1}, bufs)
 		copy(y, bufs[4])
 		return err
@@ -348,7 +349,7 @@ func checkDeltaNet(c *checker) (string, error) {
 		}
 	}
 	y := zeroF32(T * hv * dv)
-	d := packDims(hk, hv, dk, dv, kc, cd, T, float32(1e-6), float32(cfg.RMSNormEps))
+	d := metal.PackDims(hk, hv, dk, dv, kc, cd, T, float32(1e-6), float32(cfg.RMSNormEps))
 	conv := map[int][]byte{0: qkv, 1: f32s(w.Conv), 2: cst, 3: d}
 	if err := c.run("deltanet_conv", [3]int{cdiv(cd, 256), 1, 1}, [3]int{256, 1, 1}, conv); err != nil {
 		return "", err

@@ -218,24 +218,6 @@ func unf16s(b []byte) []float32 {
 // roundF16 is x as the fp16 KV cache stores it.
 func roundF16(x []float32) []float32 { return unf16s(f16s(x)) }
 
-// packDims packs a dims struct: int and uint32 fields as uint32, float32 and float64 as float32.
-func packDims(fields ...any) []byte {
-	var b []byte
-	for _, f := range fields {
-		switch v := f.(type) {
-		case int:
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		case float32:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		case float64:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
-		default:
-			panic(fmt.Sprintf("packDims: unsupported field type %T", f))
-		}
-	}
-	return b
-}
-
 func zeroF32(n int) []byte { return make([]byte, 4*n) }
 
 // bindShifted binds a whole quantized matrix at buffers at, at+1, at+2 (words, scales, biases) as
