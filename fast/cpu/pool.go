@@ -158,23 +158,17 @@ const chunksPerWorker = 4
 
 // RunTask runs t over [0, items) on all workers and returns when every item is done.
 // It allocates nothing.
-func (p *Pool) RunTask(items int, t Task) {
-	if items <= 0 {
-		return
-	}
-	if p.n == 1 || items == 1 {
-		clearUpper()
-		t.Do(0, 0, items)
-		return
-	}
-	p.run(items, t, false)
-}
+func (p *Pool) RunTask(items int, t Task) { p.run(items, t, false) }
 
 // RunTaskGuided is RunTask for items of unequal cost sorted from the costliest down (the experts
 // of a prefill chunk by their token counts): the workers take chunks of half their share of the
 // remaining items (at most guidedMax), down to single items at the end, so that they finish
 // together.
-func (p *Pool) RunTaskGuided(items int, t Task) {
+func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true) }
+
+// run dispatches t over [0, items) to every worker and waits for them; one item, or a pool of one
+// worker, runs on the caller.
+func (p *Pool) run(items int, t Task, guided bool) {
 	if items <= 0 {
 		return
 	}
@@ -183,11 +177,6 @@ func (p *Pool) RunTaskGuided(items int, t Task) {
 		t.Do(0, 0, items)
 		return
 	}
-	p.run(items, t, true)
-}
-
-// run dispatches t over [0, items) to every worker and waits for them.
-func (p *Pool) run(items int, t Task, guided bool) {
 	p.task, p.items, p.guided = t, items, guided
 	p.chunk = max(1, (items+p.n*chunksPerWorker-1)/(p.n*chunksPerWorker))
 	p.next.Store(0)
