@@ -11,10 +11,14 @@
 // Registers: Z0–Z7 the float32 accumulators of (row r, token t) = Z(4r+t); Z8–Z15 their integer
 // sums of the current pair; Z20/Z21 row 0's low and high nibbles of the pair, Z22/Z23 row 1's;
 // Z24/Z25 the rows' scales spread over the pair's lanes (VPERMPS by Z16–Z19 from the block's 8
-// scales in Z26/Z27); Z30/Z31 the block's biases; Z28 the nibble mask; X29 the limb shift.
+// scales in Z26/Z27); Z30/Z31 the block's biases, then (once their terms are added) the limb field
+// and the multiplier pattern a token's two rows share, each loaded once; Z28 the nibble mask; X29
+// the limb shift; DX the prefetch address.
 //
 // Per block: the bias terms Σ bias·Σx (the block's biases in lanes 0–7 against its sums and 8
-// zeros). Per pair of groups: VPDPBUSD adds, per 32-bit lane, four nibble × limb products; the
+// zeros), and a prefetch of the same block of the row pair two pairs on (its weights, scales and
+// biases): an expert that few tokens chose reads its rows from DRAM once per call, and the
+// hardware prefetcher alone left the tile waiting on them. Per pair of groups: VPDPBUSD adds, per 32-bit lane, four nibble × limb products; the
 // first limb's even and odd elements start each (r, t) sum, every further limb shifts it left by
 // the limb weight first (Horner's rule), then the sum is converted to float32, multiplied by the
 // token's multiplier pattern (its groups' limb scales) and accumulated with the row's scales.
@@ -40,20 +44,23 @@
 	VPXORD Z6, Z6, Z6 \
 	VPXORD Z7, Z7, Z7
 
-// TOK4(OP, off, src): OP applied to the 4 tokens' field at off, for the sums Z(8+4r+t) of row r
-// (src its nibbles).
-#define DOT4(off, src, s0, s1, s2, s3) \
-	VPDPBUSD off(DI), src, s0 \
-	VPDPBUSD off(DI)(R10*1), src, s1 \
-	VPDPBUSD off(DI)(R10*2), src, s2 \
-	VPDPBUSD off(DI)(R11*1), src, s3
+// DOT2(addr, n0, n1, s0, s1): one token's limb field at addr, loaded once (into Z30), into the
+// sums s0 and s1 of rows 0 and 1 (n0 and n1 their nibbles of that parity).
+#define DOT2(addr, n0, n1, s0, s1) \
+	VMOVDQU32 addr, Z30 \
+	VPDPBUSD Z30, n0, s0 \
+	VPDPBUSD Z30, n1, s1
 
 // LIMB(off): one limb (even elements at off, odd at off+64) into all 8 sums.
 #define LIMB(off) \
-	DOT4(off, Z20, Z8, Z9, Z10, Z11) \
-	DOT4(off, Z22, Z12, Z13, Z14, Z15) \
-	DOT4(off+64, Z21, Z8, Z9, Z10, Z11) \
-	DOT4(off+64, Z23, Z12, Z13, Z14, Z15)
+	DOT2(off(DI), Z20, Z22, Z8, Z12) \
+	DOT2(off(DI)(R10*1), Z20, Z22, Z9, Z13) \
+	DOT2(off(DI)(R10*2), Z20, Z22, Z10, Z14) \
+	DOT2(off(DI)(R11*1), Z20, Z22, Z11, Z15) \
+	DOT2(off+64(DI), Z21, Z23, Z8, Z12) \
+	DOT2(off+64(DI)(R10*1), Z21, Z23, Z9, Z13) \
+	DOT2(off+64(DI)(R10*2), Z21, Z23, Z10, Z14) \
+	DOT2(off+64(DI)(R11*1), Z21, Z23, Z11, Z15)
 
 #define SHIFT8 \
 	VPSLLD X29, Z8, Z8 \
@@ -75,21 +82,22 @@
 	VPXORD Z14, Z14, Z14 \
 	VPXORD Z15, Z15, Z15
 
-// ACC(s, pat, rowScale, acc): acc += float(s) · pattern · row scales.
-#define ACC(s, pat, rs, acc) \
-	VCVTDQ2PS s, s \
-	VMULPS pat, s, s \
-	VFMADD231PS rs, s, acc
+// ACC2(addr, s0, s1, a0, a1): a0 += float(s0) · pattern · row 0's scales, a1 the same for row 1,
+// the token's multiplier pattern at addr loaded once (into Z31).
+#define ACC2(addr, s0, s1, a0, a1) \
+	VMOVUPS addr, Z31 \
+	VCVTDQ2PS s0, s0 \
+	VCVTDQ2PS s1, s1 \
+	VMULPS Z31, s0, s0 \
+	VMULPS Z31, s1, s1 \
+	VFMADD231PS Z24, s0, a0 \
+	VFMADD231PS Z25, s1, a1
 
 #define ACC8(off) \
-	ACC(Z8, off(DI), Z24, Z0) \
-	ACC(Z9, off(DI)(R10*1), Z24, Z1) \
-	ACC(Z10, off(DI)(R10*2), Z24, Z2) \
-	ACC(Z11, off(DI)(R11*1), Z24, Z3) \
-	ACC(Z12, off(DI), Z25, Z4) \
-	ACC(Z13, off(DI)(R10*1), Z25, Z5) \
-	ACC(Z14, off(DI)(R10*2), Z25, Z6) \
-	ACC(Z15, off(DI)(R11*1), Z25, Z7)
+	ACC2(off(DI), Z8, Z12, Z0, Z4) \
+	ACC2(off(DI)(R10*1), Z9, Z13, Z1, Z5) \
+	ACC2(off(DI)(R10*2), Z10, Z14, Z2, Z6) \
+	ACC2(off(DI)(R11*1), Z11, Z15, Z3, Z7)
 
 // NIBBLES(woff, idx): the pair's nibbles of both rows and the rows' scale patterns.
 #define NIBBLES(woff, idx) \
@@ -138,6 +146,21 @@ block: \
 	VFMADD231PS 1792(DI)(R10*1), Z31, Z5 \
 	VFMADD231PS 1792(DI)(R10*2), Z31, Z6 \
 	VFMADD231PS 1792(DI)(R11*1), Z31, Z7 \
+	LEAQ (AX)(R12*4), DX \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 64(DX) \
+	PREFETCHT0 128(DX) \
+	PREFETCHT0 192(DX) \
+	PREFETCHT0 (DX)(R12*1) \
+	PREFETCHT0 64(DX)(R12*1) \
+	PREFETCHT0 128(DX)(R12*1) \
+	PREFETCHT0 192(DX)(R12*1) \
+	LEAQ (SI)(R13*4), DX \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 (DX)(R13*1) \
+	LEAQ (R8)(R13*4), DX \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 (DX)(R13*1) \
 	PAIR(0, 0, Z16, pair0) \
 	PAIR(64, 448, Z17, pair1) \
 	PAIR(128, 896, Z18, pair2) \

@@ -1,0 +1,64 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"simd/archsimd"
+	"testing"
+)
+
+// BenchmarkQMMRowsVNNI times the integer GEMM's assembly alone (qmm4RowsVNNI: one block of
+// qmmVNNIRows rows against one 4-token tile of records, In 2048, everything in L1/L2): the
+// kernel's own rate, without the records' preparation or the Go loops around it.
+func BenchmarkQMMRowsVNNI(b *testing.B) {
+	if !archsimd.X86.AVX512VNNI() {
+		b.Skip("no AVX-512 VNNI")
+	}
+	const out, in = qmmVNNIRows, 2048
+	r := rand.New(rand.NewPCG(3, 3))
+	m, x := randQMat(r, 4, out, in), randVec(r, recTile*in)
+	var recs limbRecords
+	recs.ensure(recTile, in)
+	v := newVec(in, true)
+	for t := range recTile {
+		recs.fill(t, x[t*in:(t+1)*in], v, qmmLimbs)
+	}
+	y := make([]float32, recTile*out)
+	for b.Loop() {
+		qmm4RowsVNNI(y, out, m, 0, out/2, recs.rec, recs.stride, qmmLimbs, limbShift)
+	}
+	flops := 2 * float64(recTile*out*in) * float64(b.N)
+	b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkQMatMatIntCold runs the integer GEMM at an expert's shape with few token rows (T8, as
+// in a 256-token prefill) over 256 different matrices (150 MB: the weights come from DRAM, as the
+// routed experts' do in prefill) against one matrix (warm in cache): one worker.
+func BenchmarkQMatMatIntCold(b *testing.B) {
+	const out, in, t = 512, 2048, 8
+	for _, n := range []int{1, 256} {
+		b.Run(fmt.Sprintf("mats%d", n), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			p := NewPool(1)
+			defer p.Close()
+			k := intKernels(b, p, qmmLimbs, limbShift)
+			r := rand.New(rand.NewPCG(3, 3))
+			ms := make([]*QMat, n)
+			for i := range ms {
+				ms[i] = randQMat(r, 4, out, in)
+			}
+			x := randVec(r, t*in)
+			y := make([]float32, t*out)
+			i := 0
+			for b.Loop() {
+				k.QMatMat(y, ms[i%n], x, t)
+				i++
+			}
+			b.ReportMetric(2*float64(t*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
