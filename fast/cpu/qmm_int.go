@@ -11,9 +11,9 @@ const qmmLimbs = 2
 // qmmTileFunc computes a 2-row × recTile-token tile of the integer GEMM (qmm4TileVNNI).
 type qmmTileFunc func(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint)
 
-// qmmTileRowsFunc computes the tiles of pairs row pairs from row o for a full tile of recTile
-// tokens, straight into y: y[t·yStride + r] for token t and row o+r (qmm4RowsVNNI).
-type qmmTileRowsFunc func(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, stride, n int, shift uint)
+// qmmTileRowsFunc computes the tiles of pairs row pairs from row o for a tile of ntok ≤ recTile
+// tokens, straight into y: y[t·yStride + r] for token t < ntok and row o+r (qmm4RowsVNNI).
+type qmmTileRowsFunc func(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, stride, n int, shift uint, ntok int)
 
 // MatMat is one product of a batched mat-mat: Y: [T, M.Out] = X: [T, M.In] · Mᵀ, X shared by the
 // batch.
@@ -62,8 +62,9 @@ func (q *qmmIntTask) Do(w, lo, hi int) {
 }
 
 // qmmIntRows computes output rows [o0, o1) of Y: [T, m.Out] from the records r on worker w: for
-// each block of qmmVNNIRows rows and each tile of recTile tokens, the rows in pairs (a full tile's
-// pairs in one assembly loop that stores into Y, the rest one tile at a time). A pair's
+// each block of qmmVNNIRows rows and each tile of up to recTile tokens, the rows in pairs (in one
+// assembly loop that stores into Y; a last odd row one tile on its own). A tile of one or two tokens
+// (an expert's last rows) multiplies only those. A pair's
 // packed rows are read and unpacked once per tile and multiplied with all its tokens in
 // registers; a block's rows (qmmVNNIRows KiB at In = 2048) stay in L2 across the tiles, a tile's
 // records (recTile·3.6 KiB per 1024 inputs) in L1 across the block.
@@ -77,8 +78,8 @@ func (k *Kernels) qmmIntRows(w int, y []float32, m *QMat, r *limbRecords, t, o0,
 			nt := min(recTile, t-t0)
 			rec := r.rec[t0*r.stride:]
 			o := b0
-			if pairs := (b1 - b0) / 2; nt == recTile && pairs > 0 && k.f.qmmTileRows != nil {
-				k.f.qmmTileRows(y[t0*m.Out+b0:], m.Out, m, b0, pairs, rec, r.stride, k.limbs, k.shift)
+			if pairs := (b1 - b0) / 2; pairs > 0 && k.f.qmmTileRows != nil {
+				k.f.qmmTileRows(y[t0*m.Out+b0:], m.Out, m, b0, pairs, rec, r.stride, k.limbs, k.shift, nt)
 				o += 2 * pairs
 			}
 			for ; o < b1; o += 2 {

@@ -355,3 +355,29 @@ func TestQMatMatsMatchQMatMat(t *testing.T) {
 		}
 	}
 }
+
+// TestQMatMatIntStoresOnlyY: a last tile of fewer than recTile tokens stores only its own rows (the
+// assembly writes through a pointer, so a store past Y would land in whatever follows it): Y sits
+// in a larger buffer whose tail must stay untouched, for every token count of a partial tile.
+func TestQMatMatIntStoresOnlyY(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	r := newRand(8)
+	for tok := 1; tok <= 2*recTile+1; tok++ {
+		m, x := randIntCase(r, 34, 2, tok)
+		buf := make([]float32, (tok+recTile)*m.Out)
+		for i := range buf {
+			buf[i] = 12345
+		}
+		k.QMatMat(buf[:tok*m.Out], m, x, tok)
+		for i, v := range buf[tok*m.Out:] {
+			if v != 12345 {
+				t.Fatalf("T %d: element %d past Y overwritten with %g", tok, i, v)
+			}
+		}
+		if bad, _ := qmmIntViolations(k, m, x, tok); bad > 0 {
+			t.Fatalf("T %d: %d outputs over budget", tok, bad)
+		}
+	}
+}

@@ -18,16 +18,20 @@ func qmm4TileVNNI(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int
 func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
 
 // qmm4RowsVNNI computes the 2×4 tiles of rows [o, o+2·pairs) of m for the 4 token rows whose
-// records start at rec, straight into y (y[t·yStride + r] for token t and row o+r: y starts at
-// token t0's element o).
-func qmm4RowsVNNI(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, stride, n int, shift uint) {
+// records start at rec, and stores the first ntok (1–4) tokens' results straight into y
+// (y[t·yStride + r] for token t and row o+r: y starts at token t0's element o). A tile of one or two
+// tokens multiplies only those two records.
+func qmm4RowsVNNI(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, stride, n int, shift uint, ntok int) {
 	groups, rb := m.Groups(), m.RowBytes()
-	_ = y[3*yStride+2*pairs-1] // every store in bounds
+	if ntok < 1 || ntok > recTile {
+		panic("cpu: qmm4RowsVNNI: token count out of range")
+	}
+	_ = y[(ntok-1)*yStride+2*pairs-1] // every store in bounds
 	_ = m.W[(o+2*pairs)*rb-1]
 	qmm4RowsVNNIAsm(&y[0], unsafe.Pointer(&m.W[o*rb]), rb,
 		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), groups*2,
-		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift), 4*yStride, pairs)
+		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift), 4*yStride, pairs, ntok)
 }
 
 //go:noescape
-func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs int)
+func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok int)

@@ -127,9 +127,48 @@
 done: \
 	ACC8(roff+384)
 
-// BLOCKS: the block loop over CX blocks of 8 groups, into Z0–Z7.
-#define BLOCKS \
-block: \
+// LIMB2T, SHIFT4, CLEAR4, ACC4, PAIR2T: LIMB, SHIFT8, CLEAR8, ACC8 and PAIR for the first two
+// tokens only (a tile of one or two tokens: the others' accumulators stay zero).
+#define LIMB2T(off) \
+	DOT2(off(DI), Z20, Z22, Z8, Z12) \
+	DOT2(off(DI)(R10*1), Z20, Z22, Z9, Z13) \
+	DOT2(off+64(DI), Z21, Z23, Z8, Z12) \
+	DOT2(off+64(DI)(R10*1), Z21, Z23, Z9, Z13)
+
+#define SHIFT4 \
+	VPSLLD X29, Z8, Z8 \
+	VPSLLD X29, Z9, Z9 \
+	VPSLLD X29, Z12, Z12 \
+	VPSLLD X29, Z13, Z13
+
+#define CLEAR4 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13
+
+#define ACC4(off) \
+	ACC2(off(DI), Z8, Z12, Z0, Z4) \
+	ACC2(off(DI)(R10*1), Z9, Z13, Z1, Z5)
+
+#define PAIR2T(woff, roff, idx, done) \
+	NIBBLES(woff, idx) \
+	CLEAR4 \
+	LIMB2T(roff) \
+	CMPQ BX, $1 \
+	JLE done \
+	SHIFT4 \
+	LIMB2T(roff+128) \
+	CMPQ BX, $2 \
+	JLE done \
+	SHIFT4 \
+	LIMB2T(roff+256) \
+done: \
+	ACC4(roff+384)
+
+// BLOCKHEAD: a block's scales (Z26/Z27) and biases (Z30/Z31) as float32, and the prefetch of the
+// same block of the row pair two pairs on.
+#define BLOCKHEAD \
 	VPMOVZXWD (SI), Y26 \
 	VPSLLD $16, Y26, Y26 \
 	VPMOVZXWD (SI)(R13*1), Y27 \
@@ -138,14 +177,6 @@ block: \
 	VPSLLD $16, Y30, Y30 \
 	VPMOVZXWD (R8)(R13*1), Y31 \
 	VPSLLD $16, Y31, Y31 \
-	VFMADD231PS 1792(DI), Z30, Z0 \
-	VFMADD231PS 1792(DI)(R10*1), Z30, Z1 \
-	VFMADD231PS 1792(DI)(R10*2), Z30, Z2 \
-	VFMADD231PS 1792(DI)(R11*1), Z30, Z3 \
-	VFMADD231PS 1792(DI), Z31, Z4 \
-	VFMADD231PS 1792(DI)(R10*1), Z31, Z5 \
-	VFMADD231PS 1792(DI)(R10*2), Z31, Z6 \
-	VFMADD231PS 1792(DI)(R11*1), Z31, Z7 \
 	LEAQ (AX)(R12*4), DX \
 	PREFETCHT0 (DX) \
 	PREFETCHT0 64(DX) \
@@ -160,17 +191,48 @@ block: \
 	PREFETCHT0 (DX)(R13*1) \
 	LEAQ (R8)(R13*4), DX \
 	PREFETCHT0 (DX) \
-	PREFETCHT0 (DX)(R13*1) \
-	PAIR(0, 0, Z16, pair0) \
-	PAIR(64, 448, Z17, pair1) \
-	PAIR(128, 896, Z18, pair2) \
-	PAIR(192, 1344, Z19, pair3) \
+	PREFETCHT0 (DX)(R13*1)
+
+// BLOCKTAIL(label): advance the cursors to the next block and loop to label.
+#define BLOCKTAIL(label) \
 	ADDQ $256, AX \
 	ADDQ $16, SI \
 	ADDQ $16, R8 \
 	ADDQ $1856, DI \
 	DECQ CX \
-	JNZ block
+	JNZ label
+
+// BLOCKS2T: BLOCKS for the first two tokens.
+#define BLOCKS2T \
+block2t: \
+	BLOCKHEAD \
+	VFMADD231PS 1792(DI), Z30, Z0 \
+	VFMADD231PS 1792(DI)(R10*1), Z30, Z1 \
+	VFMADD231PS 1792(DI), Z31, Z4 \
+	VFMADD231PS 1792(DI)(R10*1), Z31, Z5 \
+	PAIR2T(0, 0, Z16, t2pair0) \
+	PAIR2T(64, 448, Z17, t2pair1) \
+	PAIR2T(128, 896, Z18, t2pair2) \
+	PAIR2T(192, 1344, Z19, t2pair3) \
+	BLOCKTAIL(block2t)
+
+// BLOCKS: the block loop over CX blocks of 8 groups, into Z0–Z7.
+#define BLOCKS \
+block: \
+	BLOCKHEAD \
+	VFMADD231PS 1792(DI), Z30, Z0 \
+	VFMADD231PS 1792(DI)(R10*1), Z30, Z1 \
+	VFMADD231PS 1792(DI)(R10*2), Z30, Z2 \
+	VFMADD231PS 1792(DI)(R11*1), Z30, Z3 \
+	VFMADD231PS 1792(DI), Z31, Z4 \
+	VFMADD231PS 1792(DI)(R10*1), Z31, Z5 \
+	VFMADD231PS 1792(DI)(R10*2), Z31, Z6 \
+	VFMADD231PS 1792(DI)(R11*1), Z31, Z7 \
+	PAIR(0, 0, Z16, pair0) \
+	PAIR(64, 448, Z17, pair1) \
+	PAIR(128, 896, Z18, pair2) \
+	PAIR(192, 1344, Z19, pair3) \
+	BLOCKTAIL(block)
 
 // REDUCE8: Y0 = the horizontal sums of Z0–Z7 in order (Y1–Y7 and Y8 clobbered): each 512-bit
 // accumulator folded to 256 bits, then a VHADDPS tree and one exchange of 128-bit halves.
@@ -217,13 +279,15 @@ TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
 	VZEROUPPER
 	RET
 
-// func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs int)
+// func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok int)
 //
 // pairs ≥ 1 consecutive tiles of qmm4TileVNNIAsm down the rows (rows 2p and 2p+1 of w, sc and bi
-// for p < pairs) against the same 4 token records, each tile's results stored straight into Y:
-// y[t·yStride + 4·r] (yStride in bytes) for row r of the pair and token t, y advancing 8 bytes a
-// pair. The arguments' slots for w, sc, bi, y and pairs advance as the loop's cursors.
-TEXT ·qmm4RowsVNNIAsm(SB), NOSPLIT, $0-104
+// for p < pairs) against the same 4 token records, of which the first ntok (1–4) are stored
+// straight into Y: y[t·yStride + 4·r] (yStride in bytes) for row r of the pair and token t < ntok,
+// y advancing 8 bytes a pair. With ntok ≤ 2 the tile multiplies only the first two tokens (the
+// padding records are not read). The arguments' slots for w, sc, bi, y and pairs advance as the
+// loop's cursors.
+TEXT ·qmm4RowsVNNIAsm(SB), NOSPLIT, $0-112
 	MOVQ rowBytes+16(FP), R12
 	MOVQ scStride+40(FP), R13
 	MOVQ recStride+64(FP), R10
@@ -237,18 +301,31 @@ pair:
 	MOVQ blocks+48(FP), CX
 	MOVQ rec+56(FP), DI
 	ZERO8
+	CMPQ ntok+104(FP), $2
+	JLE two
 	BLOCKS
+	JMP reduce
+two:
+	BLOCKS2T
+reduce:
 	REDUCE8
 	VPMOVZXBD VNNIperm2<>(SB), Y1
 	VPERMPS Y0, Y1, Y0
 	MOVQ y+0(FP), R9
 	MOVQ yStride+88(FP), DX
 	VMOVQ X0, (R9)
+	CMPQ ntok+104(FP), $1
+	JLE stored
 	VMOVHPS X0, (R9)(DX*1)
+	CMPQ ntok+104(FP), $2
+	JLE stored
 	VEXTRACTF128 $1, Y0, X1
 	LEAQ (R9)(DX*2), CX
 	VMOVQ X1, (CX)
+	CMPQ ntok+104(FP), $3
+	JLE stored
 	VMOVHPS X1, (CX)(DX*1)
+stored:
 	ADDQ $8, R9
 	MOVQ R9, y+0(FP)
 	MOVQ R12, DX
