@@ -126,6 +126,25 @@ func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float
 	o.k.AccumTile(out, m, d, p, n, v, vs)
 }
 
+// accumTileT: out[i·d : (i+1)·d] += Σ_j pt[j·ps+i]·v[j·vs : j·vs+d] for i < m (the weights transposed).
+func (o vecOps) accumTileT(out []float32, m, d int, pt []float32, ps, n int, v []float32, vs int) {
+	o.k.AccumTileT(out, m, d, pt, ps, n, v, vs)
+}
+
+// expTiny: x[j] = e^{x[j]}, or 0 under cpu.DecayTiny.
+func (o vecOps) expTiny(x []float32) { o.k.ExpTiny(x) }
+
+// scaleRows: dst[i·d+x] = f[i]·src[i·ss+x], or 0 under cpu.DecayTiny, for i < len(f).
+func (o vecOps) scaleRows(dst []float32, d int, src []float32, ss int, f []float32) {
+	o.k.ScaleRows(dst, d, src, ss, f)
+}
+
+// causalDecay: c[i·n+j] = s[i]·c[i·n+j]·e^{gam[i]−gam[j]} for j < i (j ≤ i unless strict), or 0 under
+// cpu.DecayTiny; 0 for the other j. s nil: ones.
+func (o vecOps) causalDecay(c []float32, n int, gam, s []float32, strict bool) {
+	o.k.CausalDecay(c, n, gam, s, strict)
+}
+
 // scoreTileF16 is scoreTile against fp16 keys (the KV cache), widened into scratch: [n, d].
 func (o vecOps) scoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
 	o.k.ScoreTileF16(s, q, m, d, keys, ks, n, scratch)
