@@ -131,6 +131,14 @@ func (o vecOps) accumTileT(out []float32, m, d int, pt []float32, ps, n int, v [
 	o.k.AccumTileT(out, m, d, pt, ps, n, v, vs)
 }
 
+// unitLowerInverse: t = (I − L)⁻¹ for L the strictly lower triangle of l: [n, n] (cpu.UnitLowerInverse).
+func (o vecOps) unitLowerInverse(t, l []float32, n int) { o.k.UnitLowerInverse(t, l, n) }
+
+// accumTileLower: out[i·d : (i+1)·d] += Σ_{j≤i} p[i·m+j]·v[j·vs : j·vs+d] for i < m.
+func (o vecOps) accumTileLower(out []float32, m, d int, p []float32, v []float32, vs int) {
+	o.k.AccumTileLower(out, m, d, p, v, vs)
+}
+
 // expTiny: x[j] = e^{x[j]}, or 0 under cpu.DecayTiny.
 func (o vecOps) expTiny(x []float32) { o.k.ExpTiny(x) }
 

@@ -126,3 +126,51 @@ func accumTileTPortable(o []float32, m, d int, pt []float32, ps, n int, v []floa
 		}
 	}
 }
+
+// UnitLowerInverse computes t = (I − L)⁻¹: [n, n] for L the strictly lower triangle of l: [n, n]
+// (l's diagonal and upper triangle are not read): row i of t is e_i + Σ_{j<i} l[i·n+j]·t_j,
+// each element below the diagonal zeroed where its magnitude is under DecayTiny. t is unit lower
+// triangular, its upper triangle stored as zeros. The chunked delta rule's (I + A)⁻¹ is this
+// with l = −A.
+func (k *Kernels) UnitLowerInverse(t, l []float32, n int) {
+	if n <= 0 {
+		return
+	}
+	if len(t) < n*n || len(l) < n*n {
+		panic("cpu: UnitLowerInverse: buffers too short for the shapes")
+	}
+	k.f.unitLowerInverse(t, l, n)
+}
+
+// AccumTileLower is AccumTile for lower-triangular weights: o[i·d+x] += Σ_{j≤i} p[i·m+j]·v[j·vs+x]
+// for i < m, x < d. p: [m, m], its upper triangle not read.
+func (k *Kernels) AccumTileLower(o []float32, m, d int, p []float32, v []float32, vs int) {
+	if m <= 0 {
+		return
+	}
+	if len(o) < m*d || len(p) < m*m || vs < d || len(v) < (m-1)*vs+d {
+		panic("cpu: AccumTileLower: buffers too short for the shapes")
+	}
+	k.f.accumTileLower(o, m, d, p, v, vs)
+}
+
+func unitLowerInversePortable(t, l []float32, n int) {
+	for i := range n {
+		ti := t[i*n : (i+1)*n]
+		for x := range i {
+			var a float32
+			for j := x; j < i; j++ { // t[j·n+x] = 0 for j < x
+				a += l[i*n+j] * t[j*n+x]
+			}
+			ti[x] = flushTiny(a)
+		}
+		ti[i] = 1
+		clear(ti[i+1:])
+	}
+}
+
+func accumTileLowerPortable(o []float32, m, d int, p []float32, v []float32, vs int) {
+	for i := range m {
+		axpyRowsPortable(o[i*d:(i+1)*d], p[i*m:i*m+i+1], v, vs)
+	}
+}

@@ -170,3 +170,81 @@ func accumTileTSIMD(o []float32, m, d int, pt []float32, ps, n int, v []float32,
 		accumTileTPortable(o[m8*d:], m-m8, d, pt[m8:], ps, n, v, vs)
 	}
 }
+
+// unitLowerInverseSIMD is unitLowerInversePortable by 16-column blocks: block x0's elements of row i
+// are Σ_{x0≤j<i} l[i·n+j]·t_j (rows above x0 are zero there), two accumulators for the FMA
+// chain, flushed, with the diagonal's 1 merged in; rows above the block store zeros. All loads and
+// stores are masked (a block of fewer than 16 columns at the right edge; a full mask costs the same).
+func unitLowerInverseSIMD(t, l []float32, n int) {
+	if n > maxDecayN || !archsimd.X86.AVX512() {
+		unitLowerInversePortable(t, l, n)
+		return
+	}
+	dc := newDecayConstsStack()
+	var one [16]float32
+	for j := range one {
+		one[j] = 1
+	}
+	vone := archsimd.LoadFloat32x16(&one)
+	pt, pl := unsafe.Pointer(&t[0]), unsafe.Pointer(&l[0])
+	var zero archsimd.Float32x16
+	for x0 := 0; x0 < n; x0 += 16 {
+		r := min(16, n-x0)
+		mk := tailMask(r)
+		row := func(i int) *[16]float32 { return (*[16]float32)(unsafe.Add(pt, 4*(i*n+x0))) }
+		for i := range x0 {
+			zero.StoreMasked(row(i), mk)
+		}
+		for i := x0; i < n; i++ {
+			var a0, a1 archsimd.Float32x16
+			li := unsafe.Add(pl, 4*i*n)
+			j := x0
+			for ; j+1 < i; j += 2 {
+				a0 = bcast16(unsafe.Add(li, 4*j)).MulAdd(archsimd.LoadMaskedFloat32x16(row(j), mk), a0)
+				a1 = bcast16(unsafe.Add(li, 4*j+4)).MulAdd(archsimd.LoadMaskedFloat32x16(row(j+1), mk), a1)
+			}
+			if j < i {
+				a0 = bcast16(unsafe.Add(li, 4*j)).MulAdd(archsimd.LoadMaskedFloat32x16(row(j), mk), a0)
+			}
+			v := flush16(a0.Add(a1), &dc)
+			if i < x0+16 {
+				v = vone.Merge(v, archsimd.Mask32x16FromBits(uint16(1)<<(i-x0)))
+			}
+			v.StoreMasked(row(i), mk)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// accumTileLowerSIMD is accumTileLowerPortable on accumOctet where the CPU has AVX-512 and d is a
+// multiple of 32: 8-row group i0 takes keys j < i0+8, its weights interleaved by key on the stack
+// with the upper triangle's zeros (at most maxTileKeys keys a call); leftover rows run the
+// portable loop.
+func accumTileLowerSIMD(o []float32, m, d int, p []float32, v []float32, vs int) {
+	if d%32 != 0 || m < 8 || !archsimd.X86.AVX512() {
+		accumTileLowerPortable(o, m, d, p, v, vs)
+		return
+	}
+	m8 := m &^ 7
+	var pt [8 * maxTileKeys]float32
+	for i := 0; i < m8; i += 8 {
+		n := i + 8
+		for j0 := 0; j0 < n; j0 += maxTileKeys {
+			nb := min(maxTileKeys, n-j0)
+			for j := range nb {
+				for r := range 8 {
+					w := float32(0)
+					if j0+j <= i+r {
+						w = p[(i+r)*m+j0+j]
+					}
+					pt[8*j+r] = w
+				}
+			}
+			accumOctet(&o[i*d], 4*d, &pt[0], nb, &v[j0*vs], 4*vs, d/32)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for i := m8; i < m; i++ {
+		axpyRowsPortable(o[i*d:(i+1)*d], p[i*m:i*m+i+1], v, vs)
+	}
+}

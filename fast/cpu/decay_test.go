@@ -157,3 +157,92 @@ func TestAccumTileTMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitLowerInverseMatchesFloat64: every variant, sizes around the 16-column blocks and past the
+// SIMD stack, against the same recurrence in float64, with entries of the delta rule's −A: decayed
+// unit-key dot products times β, some under DecayTiny. Budget: opsTol of the propagated
+// magnitudes (mass_i = e_i + Σ_j |l_ij|·mass_j, the scale each row's rounding is relative to), and
+// the result's upper triangle exactly zero and its diagonal exactly one.
+func TestUnitLowerInverseMatchesFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	for name, k := range variants(p) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for _, n := range []int{1, 2, 15, 16, 17, 64, maxDecayN + 1} {
+			for _, step := range []float64{0.05, 8} {
+				gam := decayGam(r, n, step)
+				l := make([]float32, n*n)
+				for i := range n {
+					for j := range i {
+						l[i*n+j] = -float32(r.Float64()) * float32(r.Float64()*2-1) * float32(math.Exp(float64(gam[i]-gam[j])))
+					}
+					l[i*n+i] = 7 // not read
+				}
+				got := make([]float32, n*n)
+				for i := range got {
+					got[i] = float32(math.NaN()) // every element must be written
+				}
+				k.UnitLowerInverse(got, l, n)
+				want, mass := make([]float64, n*n), make([]float64, n*n)
+				for i := range n {
+					want[i*n+i], mass[i*n+i] = 1, 1
+					for x := range i {
+						for j := x; j < i; j++ {
+							want[i*n+x] += float64(l[i*n+j]) * want[j*n+x]
+							mass[i*n+x] += math.Abs(float64(l[i*n+j])) * mass[j*n+x]
+						}
+					}
+				}
+				for i := range n {
+					for x := range n {
+						g, w := float64(got[i*n+x]), want[i*n+x]
+						switch {
+						case x > i && g != 0, x == i && g != 1:
+							t.Fatalf("%s n %d (%d, %d): %g", name, n, i, x, g)
+						case math.Abs(w) < DecayTiny*(1-1e-3) && mass[i*n+x] < DecayTiny && g != 0:
+							t.Fatalf("%s n %d (%d, %d): %g, want 0 (under DecayTiny)", name, n, i, x, g)
+						case !(math.Abs(g-w) <= opsTol*mass[i*n+x]+DecayTiny):
+							t.Fatalf("%s n %d step %g (%d, %d): %g, want %g", name, n, step, i, x, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAccumTileLowerMatchesFloat64: AccumTileLower on every variant against float64 sums over
+// j ≤ i, rows around the 8-row octets and past the SIMD pass (maxTileKeys), the upper triangle of
+// the weights set to garbage it must not read. Budget: opsTol of the summed magnitudes.
+func TestAccumTileLowerMatchesFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	for name, k := range variants(p) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, m := range []int{1, 8, 13, 64, maxTileKeys + 9} {
+			for _, d := range []int{3, 32, 128} {
+				vs := d + 1
+				pw, v, o0 := randVec(r, m*m), randVec(r, (m-1)*vs+d), randVec(r, m*d)
+				for i := range m {
+					for j := i + 1; j < m; j++ {
+						pw[i*m+j] = float32(math.NaN())
+					}
+				}
+				o := append([]float32(nil), o0...)
+				k.AccumTileLower(o, m, d, pw, v, vs)
+				for i := range m {
+					for x := range d {
+						want, mass := float64(o0[i*d+x]), math.Abs(float64(o0[i*d+x]))
+						for j := 0; j <= i; j++ {
+							e := float64(pw[i*m+j]) * float64(v[j*vs+x])
+							want, mass = want+e, mass+math.Abs(e)
+						}
+						if !near(float64(o[i*d+x]), want, mass) {
+							t.Fatalf("%s AccumTileLower m %d d %d (%d, %d): %g, want %g", name, m, d, i, x, o[i*d+x], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -46,6 +46,8 @@ type impl struct {
 	scaleRows          func(dst []float32, d int, src []float32, ss int, f []float32)
 	causalDecay        func(c []float32, n int, gam, s []float32, strict bool, e *expConsts)
 	accumTileT         func(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int)
+	unitLowerInverse   func(t, l []float32, n int)
+	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
 }
 
 func portableImpl() impl {
@@ -56,6 +58,7 @@ func portableImpl() impl {
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,
+		unitLowerInverse: unitLowerInversePortable, accumTileLower: accumTileLowerPortable,
 	}
 }
 

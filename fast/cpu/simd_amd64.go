@@ -65,6 +65,9 @@ func simdImpl(level simdLevel) impl {
 		scaleRows:   scaleRowsSIMD,
 		causalDecay: causalDecaySIMD,
 		accumTileT:  accumTileTSIMD,
+
+		unitLowerInverse: unitLowerInverseSIMD,
+		accumTileLower:   accumTileLowerSIMD,
 	}
 }
 
