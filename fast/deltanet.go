@@ -128,10 +128,7 @@ func convSeq(ops vecOps, d *checkpoint.Dims, w, state, x []float32, t int, tmp [
 		copy(slot(i), row)
 		clear(row)
 		for j := 0; j < k; j++ { // tap j reads pre-conv row i-(K-1)+j
-			src, wj := slot(i-(k-1)+j), wt[j*n:(j+1)*n]
-			for e := range row {
-				row[e] += wj[e] * src[e]
-			}
+			ops.mulAdd(row, wt[j*n:(j+1)*n], slot(i-(k-1)+j))
 		}
 		ops.silu(row)
 	}

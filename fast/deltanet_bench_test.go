@@ -46,6 +46,41 @@ func BenchmarkDeltaNetChunked(b *testing.B) {
 	}
 }
 
+// BenchmarkDeltaNetConvNorm is the rest of a DeltaNet layer's prefill outside the mat-mats and the
+// chunked rule, at the real dims on one locked thread: the causal conv with SiLU over all 8192
+// channels (convSeq) and the gated output norm of every value head (gatedNorm), for 1024 tokens.
+func BenchmarkDeltaNetConvNorm(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := cpu.NewPool(1)
+	defer pool.Close()
+	ops := vecOps{cpu.New(pool)}
+	d := &checkpoint.Dims{Hk: 16, Hv: 32, Dk: 128, Dv: 128, K: 4}
+	const T = 1024
+	c, vd := d.ConvDim(), d.Hv*d.Dv
+	rng := rand.New(rand.NewPCG(2, 3))
+	f := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	x0, w, st0, o, z, gw := f(T*c), f(c*d.K), f((d.K-1)*c), f(T*vd), f(T*vd), f(d.Dv)
+	x, st, y, tmp := make([]float32, T*c), make([]float32, len(st0)), make([]float32, T*vd), make([]float32, 2*d.K*c)
+	c0, n := threadCPUTime(), 0
+	for b.Loop() {
+		copy(x, x0)
+		copy(st, st0)
+		convSeq(ops, d, w, st, x, T, tmp, 0, c)
+		for i := 0; i < T*d.Hv; i++ {
+			gatedNorm(ops, o[i*d.Dv:(i+1)*d.Dv], z[i*d.Dv:(i+1)*d.Dv], gw, y[i*d.Dv:(i+1)*d.Dv], 1e-6)
+		}
+		n++
+	}
+	b.ReportMetric(float64(threadCPUTime()-c0)/float64(n)/1e6, "thread-ms/op")
+}
+
 // chunkInputs are the delta rule's inputs for T tokens: q/k rows L2-normalised (q scaled by
 // Dk^-1/2), values N(0, 1), log-decays uniform in (−decay, 0], β uniform in [0, 1), and an initial
 // state N(0, 0.01).

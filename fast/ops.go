@@ -18,19 +18,10 @@ func rmsNorm(x, w, out []float32, eps float64) {
 	}
 }
 
-// gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
-// o, z, y: [Dv]; w: [Dv].
+// gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z)
+// (cpu.GatedRMSNorm: one vector pass, the sum of squares in float32). o, z, y: [Dv]; w: [Dv].
 func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {
-	var ss float64
-	for _, v := range o {
-		ss += float64(v) * float64(v)
-	}
-	r := float32(1 / math.Sqrt(ss/float64(len(o))+eps))
-	copy(y, z)
-	ops.silu(y[:len(o)])
-	for i, v := range o {
-		y[i] *= v * r * w[i]
-	}
+	ops.k.GatedRMSNorm(y, o, z, w, float32(eps))
 }
 
 // rope rotates the first len(inv)*2 dims of x (rotate-half pairing) for position pos.
@@ -68,6 +59,9 @@ func (o vecOps) silu(x []float32) {
 func (o vecOps) swiglu(g, u []float32) {
 	o.k.SiLUMul(g, g, u)
 }
+
+// mulAdd: y += a ⊙ b elementwise.
+func (o vecOps) mulAdd(y, a, b []float32) { o.k.MulAdd(y, a, b) }
 
 // dot returns Σ a_i·b_i over len(a).
 func (o vecOps) dot(a, b []float32) float32 {

@@ -48,6 +48,8 @@ type impl struct {
 	accumTileT         func(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int)
 	unitLowerInverse   func(t, l []float32, n int)
 	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
+	gatedScale         func(out, x, gate, w []float32, r float32, c *expConsts)
+	mulAdd             func(y, a, b []float32)
 }
 
 func portableImpl() impl {
@@ -59,6 +61,7 @@ func portableImpl() impl {
 		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,
 		unitLowerInverse: unitLowerInversePortable, accumTileLower: accumTileLowerPortable,
+		gatedScale: gatedScalePortable, mulAdd: mulAddPortable,
 	}
 }
 

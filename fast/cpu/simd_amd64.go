@@ -68,6 +68,8 @@ func simdImpl(level simdLevel) impl {
 
 		unitLowerInverse: unitLowerInverseSIMD,
 		accumTileLower:   accumTileLowerSIMD,
+		gatedScale:       gatedScaleSIMD,
+		mulAdd:           mulAddSIMD,
 	}
 }
 
