@@ -15,7 +15,7 @@ func (s *Session) deltanetDecode(li int, l *layer) {
 	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
 	s.cur = li
 	m.run.Run(d.ConvDim(), s.tasks.conv)
-	normQK(d, b.u, m.qkScale())
+	normQK(m.ops, d, b.u, m.qkScale())
 	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
 	m.run.Run(d.Hv, s.tasks.heads)
 	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
@@ -37,10 +37,12 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	})
 	g := make([]float32, t*d.Hv)
 	beta := make([]float32, t*d.Hv)
-	for i := 0; i < t; i++ {
-		normQK(d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
-		gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
-	}
+	m.run.Run(t, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			normQK(m.ops, d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
+			gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
+		}
+	})
 	o := make([]float32, t*vd)
 	y := make([]float32, t*vd)
 	ssm := s.ssm[li]
@@ -73,15 +75,17 @@ func (s *Session) deltanetDecodeTasks() (conv, heads func(lo, hi int)) {
 	return conv, heads
 }
 
-// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s.
-// u: [C] with q heads then k heads first.
-func normQK(d *checkpoint.Dims, u []float32, s float32) {
+// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s: as
+// l2normScale, on the vector kernels. u: [C] with q heads then k heads first.
+func normQK(ops vecOps, d *checkpoint.Dims, u []float32, s float32) {
 	for h := 0; h < 2*d.Hk; h++ {
 		sc := float32(1)
 		if h < d.Hk {
 			sc = s
 		}
-		l2normScale(u[h*d.Dk:(h+1)*d.Dk], deltanetNormEps, sc)
+		x := u[h*d.Dk : (h+1)*d.Dk]
+		r := sc / float32(math.Sqrt(float64(ops.dot(x, x)+deltanetNormEps)))
+		ops.scaleAxpy(x, r, 0, x)
 	}
 }
 
