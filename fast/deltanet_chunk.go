@@ -38,13 +38,13 @@ func newDeltaNetScratch(dk, dv int) *deltanetScratch {
 // Per chunk, with A_ij = β_i (k_i·k_j) e^{Γ_i−Γ_j} (j < i) and T = (I + A)⁻¹ (cpu.UnitLowerInverse,
 // a small triangular recurrence): Vn = T (diag(β)V − diag(β e^Γ) K S); the outputs
 // O = diag(e^Γ) Q S + (causal mask ∘ Q Kᵀ ∘ e^{Γ_i−Γ_j}) Vn; the state
-// S = e^{Γ_last} S + Σ_j e^{Γ_last−Γ_j} k_j ⊗ Vn_j. Every product is a tile: scoreTile for K·Kᵀ and
-// Q·Kᵀ together, accumTile for K·S and Q·S together, accumTileLower for the two triangular
-// products, accumTileT for the state update (reading the decayed keys as they lie). The decay
-// factors and their products are the vector decay kernels (cpu.CausalDecay, ScaleRows, ExpTiny),
-// which zero every term under cpu.DecayTiny, so that no subnormal reaches the tiles' FMAs (on x86
-// each one that reads a subnormal takes a microcode assist: with strong decays, e^{Γ} reaches
-// e^{−100} and below inside a chunk).
+// S = e^{Γ_last} S + Σ_j e^{Γ_last−Γ_j} k_j ⊗ Vn_j. Every product is a tile: scoreTileLower for
+// the lower triangles of K·Kᵀ and Q·Kᵀ, accumTile for K·S and Q·S together, accumTileLower for the
+// two triangular products, accumTileT for the state update (reading the decayed keys as they
+// lie). The decay factors and their products are the vector decay kernels (cpu.CausalDecay,
+// ScaleRows, ExpTiny), which zero every term under cpu.DecayTiny, so that no subnormal reaches
+// the tiles' FMAs (on x86 each one that reads a subnormal takes a microcode assist: with strong
+// decays, e^{Γ} reaches e^{−100} and below inside a chunk).
 func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
 	scr []*deltanetScratch, lo, hi int) {
 	dk, dv, hv := d.Dk, d.Dv, d.Hv
@@ -79,7 +79,8 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 			}
 			kq, kg, sq := sc.kq[:2*n*dk], sc.kq[:n*dk], sc.sq[:2*n*dk]
 			cc, tm, xo, u := sc.cc[:2*n*n], sc.tm[:n*n], sc.xo[:2*n*dv], sc.u[:n*dv]
-			ops.scoreTile(cc, kq, 2*n, dk, kg, dk, n)
+			ops.scoreTileLower(cc[:n*n], kg, n, dk, kg, dk)
+			ops.scoreTileLower(cc[n*n:], kq[n*dk:], n, dk, kg, dk)
 			ops.causalDecay(cc[:n*n], n, gam, sc.nb[:n], true) // −A
 			ops.causalDecay(cc[n*n:], n, gam, nil, false)
 			ops.unitLowerInverse(tm, cc[:n*n], n)

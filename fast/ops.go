@@ -128,6 +128,11 @@ func (o vecOps) accumTileT(out []float32, m, d int, pt []float32, ps, n int, v [
 // unitLowerInverse: t = (I − L)⁻¹ for L the strictly lower triangle of l: [n, n] (cpu.UnitLowerInverse).
 func (o vecOps) unitLowerInverse(t, l []float32, n int) { o.k.UnitLowerInverse(t, l, n) }
 
+// scoreTileLower: s[i·m+j] = q_i·keys_j for j ≤ i < m (cpu.ScoreTileLower; the upper triangle unspecified).
+func (o vecOps) scoreTileLower(s, q []float32, m, d int, keys []float32, ks int) {
+	o.k.ScoreTileLower(s, q, m, d, keys, ks)
+}
+
 // accumTileLower: out[i·d : (i+1)·d] += Σ_{j≤i} p[i·m+j]·v[j·vs : j·vs+d] for i < m.
 func (o vecOps) accumTileLower(out []float32, m, d int, p []float32, v []float32, vs int) {
 	o.k.AccumTileLower(out, m, d, p, v, vs)

@@ -174,3 +174,22 @@ func accumTileLowerPortable(o []float32, m, d int, p []float32, v []float32, vs 
 		axpyRowsPortable(o[i*d:(i+1)*d], p[i*m:i*m+i+1], v, vs)
 	}
 }
+
+// ScoreTileLower is ScoreTile for causal scores: s[i·m+j] = q_i·keys_j for j ≤ i < m (q: [m, d]
+// contiguous, keys at stride ks); s: [m, m], whose elements above the diagonal are left
+// unspecified (the SIMD tile writes some of them).
+func (k *Kernels) ScoreTileLower(s, q []float32, m, d int, keys []float32, ks int) {
+	if m <= 0 {
+		return
+	}
+	if len(s) < m*m || len(q) < m*d || ks < d || len(keys) < (m-1)*ks+d {
+		panic("cpu: ScoreTileLower: buffers too short for the shapes")
+	}
+	k.f.scoreTileLower(s, q, m, d, keys, ks)
+}
+
+func scoreTileLowerPortable(s, q []float32, m, d int, keys []float32, ks int) {
+	for i := range m {
+		dotsPortable(s[i*m:i*m+i+1], q[i*d:(i+1)*d], keys, ks)
+	}
+}

@@ -248,3 +248,22 @@ func accumTileLowerSIMD(o []float32, m, d int, p []float32, v []float32, vs int)
 		axpyRowsPortable(o[i*d:(i+1)*d], p[i*m:i*m+i+1], v, vs)
 	}
 }
+
+// scoreTileLowerSIMD is scoreTileLowerPortable on scoreQuads where the CPU has AVX-512 and d is a
+// multiple of 16: 4-row group i takes the key quads up to its last row (the group's upper corner
+// computed and left in s); leftover rows run as Dots.
+func scoreTileLowerSIMD(s, q []float32, m, d int, keys []float32, ks int) {
+	if d%16 != 0 || m < 4 || !archsimd.X86.AVX512() {
+		for i := range m {
+			dotsSIMD(s[i*m:i*m+i+1], q[i*d:(i+1)*d], keys, ks)
+		}
+		return
+	}
+	m4 := m &^ 3
+	for i := 0; i < m4; i += 4 {
+		scoreQuads(&s[i*m], 4*m, &q[i*d], 4*d, &keys[0], 4*ks, d, i/4+1)
+	}
+	for i := m4; i < m; i++ {
+		dotsSIMD(s[i*m:i*m+i+1], q[i*d:(i+1)*d], keys, ks)
+	}
+}

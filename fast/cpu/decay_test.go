@@ -246,3 +246,34 @@ func TestAccumTileLowerMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreTileLowerMatchesFloat64: ScoreTileLower on every variant against float64 dot products
+// on and below the diagonal, rows around the 4-row quads, head sizes the SIMD tile takes and one
+// it hands to Dots, keys at a stride wider than the head. Budget: opsTol of the summed magnitudes.
+func TestScoreTileLowerMatchesFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	for name, k := range variants(p) {
+		r := rand.New(rand.NewPCG(13, 14))
+		for _, m := range []int{1, 3, 4, 9, 64} {
+			for _, d := range []int{3, 16, 128} {
+				ks := d + 5
+				q, keys := randVec(r, m*d), randVec(r, (m-1)*ks+d)
+				s := make([]float32, m*m)
+				k.ScoreTileLower(s, q, m, d, keys, ks)
+				for i := range m {
+					for j := 0; j <= i; j++ {
+						var want, mass float64
+						for x := range d {
+							e := float64(q[i*d+x]) * float64(keys[j*ks+x])
+							want, mass = want+e, mass+math.Abs(e)
+						}
+						if !near(float64(s[i*m+j]), want, mass) {
+							t.Fatalf("%s ScoreTileLower m %d d %d (%d, %d): %g, want %g", name, m, d, i, j, s[i*m+j], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -50,6 +50,7 @@ type impl struct {
 	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
 	gatedScale         func(out, x, gate, w []float32, r float32, c *expConsts)
 	mulAdd             func(y, a, b []float32)
+	scoreTileLower     func(s, q []float32, m, d int, keys []float32, ks int)
 }
 
 func portableImpl() impl {
@@ -62,6 +63,7 @@ func portableImpl() impl {
 		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,
 		unitLowerInverse: unitLowerInversePortable, accumTileLower: accumTileLowerPortable,
 		gatedScale: gatedScalePortable, mulAdd: mulAddPortable,
+		scoreTileLower: scoreTileLowerPortable,
 	}
 }
 

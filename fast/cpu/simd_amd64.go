@@ -70,6 +70,7 @@ func simdImpl(level simdLevel) impl {
 		accumTileLower:   accumTileLowerSIMD,
 		gatedScale:       gatedScaleSIMD,
 		mulAdd:           mulAddSIMD,
+		scoreTileLower:   scoreTileLowerSIMD,
 	}
 }
 
