@@ -143,7 +143,8 @@ func (k *Kernels) UnitLowerInverse(t, l []float32, n int) {
 }
 
 // AccumTileLower is AccumTile for lower-triangular weights: o[i·d+x] += Σ_{j≤i} p[i·m+j]·v[j·vs+x]
-// for i < m, x < d. p: [m, m], its upper triangle not read.
+// for i < m, x < d. p: [m, m], its upper triangle zero (the SIMD tile reads the part of it inside
+// each 8-row group's diagonal block).
 func (k *Kernels) AccumTileLower(o []float32, m, d int, p []float32, v []float32, vs int) {
 	if m <= 0 {
 		return

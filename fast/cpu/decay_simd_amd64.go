@@ -216,9 +216,9 @@ func unitLowerInverseSIMD(t, l []float32, n int) {
 	archsimd.ClearAVXUpperBits()
 }
 
-// accumTileLowerSIMD is accumTileLowerPortable on accumOctet where the CPU has AVX-512 and d is a
-// multiple of 32: 8-row group i0 takes keys j < i0+8, its weights interleaved by key on the stack
-// with the upper triangle's zeros (at most maxTileKeys keys a call); leftover rows run the
+// accumTileLowerSIMD is accumTileLowerPortable on accumOctetRows where the CPU has AVX-512 and d
+// is a multiple of 32: 8-row group i0 takes keys j < i0+8, broadcast from p's rows as they lie (the
+// zeros above the diagonal inside the group's diagonal block are read); leftover rows run the
 // portable loop.
 func accumTileLowerSIMD(o []float32, m, d int, p []float32, v []float32, vs int) {
 	if d%32 != 0 || m < 8 || !archsimd.X86.AVX512() {
@@ -226,28 +226,18 @@ func accumTileLowerSIMD(o []float32, m, d int, p []float32, v []float32, vs int)
 		return
 	}
 	m8 := m &^ 7
-	var pt [8 * maxTileKeys]float32
 	for i := 0; i < m8; i += 8 {
-		n := i + 8
-		for j0 := 0; j0 < n; j0 += maxTileKeys {
-			nb := min(maxTileKeys, n-j0)
-			for j := range nb {
-				for r := range 8 {
-					w := float32(0)
-					if j0+j <= i+r {
-						w = p[(i+r)*m+j0+j]
-					}
-					pt[8*j+r] = w
-				}
-			}
-			accumOctet(&o[i*d], 4*d, &pt[0], nb, &v[j0*vs], 4*vs, d/32)
-		}
+		accumOctetRows(&o[i*d], 4*d, &p[i*m], 4*m, i+8, &v[0], 4*vs, d/32)
 	}
-	archsimd.ClearAVXUpperBits()
 	for i := m8; i < m; i++ {
 		axpyRowsPortable(o[i*d:(i+1)*d], p[i*m:i*m+i+1], v, vs)
 	}
 }
+
+// accumOctetRows is in octet_rows_amd64.s.
+//
+//go:noescape
+func accumOctetRows(o *float32, oRow int, p *float32, pRow, n int, v *float32, vRow, chunks int)
 
 // scoreTileLowerSIMD is scoreTileLowerPortable on scoreQuads where the CPU has AVX-512 and d is a
 // multiple of 16: 4-row group i takes the key quads up to its last row (the group's upper corner
