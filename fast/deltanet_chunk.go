@@ -1,30 +1,33 @@
 package fast
 
 import (
-	"math"
-
+	"github.com/lily-engine/lily/fast/cpu"
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
 // chunk is the DeltaNet prefill chunk length (model.md §4.3 step 8).
 const chunk = 64
 
-// deltanetScratch is one value head's working memory for the chunked delta rule.
+// deltanetScratch is one value head's working memory for the chunked delta rule. The "K then Q"
+// buffers hold a chunk's n key rows and then its n query rows contiguously, so that one tile call
+// serves both.
 type deltanetScratch struct {
-	gam    [chunk]float32 // Γ_i: cumulative log-decay inside the chunk
-	c      [chunk]float32 // one row of coefficients −A_ij
-	u, w   []float32      // U: [chunk, Dv], W: [chunk, Dk]
-	qg, kg []float32      // the chunk's q and k rows, gathered: [chunk, Dk]
-	nw     []float32      // [chunk, Dk]: −W, then e^{Γ_i} q_i
-	cc     []float32      // [chunk, chunk]: k_i·k_j, then the causal (q_i·k_j) e^{Γ_i-Γ_j}
-	ob     []float32      // [chunk, Dv] the chunk's outputs
-	kt     []float32      // [Dk, n] e^{Γ_last-Γ_j} k_j, transposed
+	gam    [chunk]float32     // Γ_i: cumulative log-decay inside the chunk
+	el     [chunk]float32     // e^{Γ_last−Γ_j}
+	bt, nb [chunk]float32     // β_i and −β_i
+	f      [2 * chunk]float32 // the factors of kq's rows: −β_i e^{Γ_i} (keys), then e^{Γ_i} (queries)
+	kq     []float32          // [2·chunk, Dk]: the chunk's k rows then its q rows, gathered
+	sq     []float32          // [2·chunk, Dk]: kq's rows times f; then e^{Γ_last−Γ_j} k_j
+	cc     []float32          // [2·chunk, chunk]: k_i·k_j then q_i·k_j; then −A and the causal decayed scores
+	tm     []float32          // [chunk, chunk]: (I + A)⁻¹
+	xo     []float32          // [2·chunk, Dv]: diag(β)V − diag(β e^Γ) K S, then diag(e^Γ) Q S and the outputs
+	u      []float32          // [chunk, Dv]: Vn
 }
 
 func newDeltaNetScratch(dk, dv int) *deltanetScratch {
-	return &deltanetScratch{u: make([]float32, chunk*dv), w: make([]float32, chunk*dk),
-		qg: make([]float32, chunk*dk), kg: make([]float32, chunk*dk), nw: make([]float32, chunk*dk),
-		cc: make([]float32, chunk*chunk), ob: make([]float32, chunk*dv), kt: make([]float32, dk*chunk)}
+	return &deltanetScratch{kq: make([]float32, 2*chunk*dk), sq: make([]float32, 2*chunk*dk),
+		cc: make([]float32, 2*chunk*chunk), tm: make([]float32, chunk*chunk),
+		xo: make([]float32, 2*chunk*dv), u: make([]float32, chunk*dv)}
 }
 
 // deltanetChunked runs the gated delta rule over T tokens for value heads [lo, hi) in the chunked
@@ -32,9 +35,16 @@ func newDeltaNetScratch(dk, dv int) *deltanetScratch {
 // qk: [T, 2*Hk*Dk] normalised q then k per token (row stride qkStride); v: [T, *] value rows with
 // head h at v[t*vStride + h*Dv]; g, beta: [T, Hv]; state: [Hv, Dk, Dv]; out: [T, Hv*Dv].
 //
-// Everything but the forward substitution is a small matrix product on the attention tiles
-// (scoreTile: K·Kᵀ and Q·Kᵀ; accumTile: W·S, Q·S, the causal scores times Vn, and the state
-// update); the substitution is row by row, as it must be.
+// Per chunk, with A_ij = β_i (k_i·k_j) e^{Γ_i−Γ_j} (j < i) and T = (I + A)⁻¹ (cpu.UnitLowerInverse,
+// a small triangular recurrence): Vn = T (diag(β)V − diag(β e^Γ) K S); the outputs
+// O = diag(e^Γ) Q S + (causal mask ∘ Q Kᵀ ∘ e^{Γ_i−Γ_j}) Vn; the state
+// S = e^{Γ_last} S + Σ_j e^{Γ_last−Γ_j} k_j ⊗ Vn_j. Every product is a tile: scoreTileLower for
+// the lower triangles of K·Kᵀ and Q·Kᵀ, accumTile for K·S and Q·S together, accumTileLower for the
+// two triangular products, accumTileT for the state update (reading the decayed keys as they
+// lie). The decay factors and their products are the vector decay kernels (cpu.CausalDecay,
+// ScaleRows, ExpTiny), which zero every term under cpu.DecayTiny, so that no subnormal reaches
+// the tiles' FMAs (on x86 each one that reads a subnormal takes a microcode assist: with strong
+// decays, e^{Γ} reaches e^{−100} and below inside a chunk).
 func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
 	scr []*deltanetScratch, lo, hi int) {
 	dk, dv, hv := d.Dk, d.Dv, d.Hv
@@ -46,84 +56,48 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 		sc := scr[h]
 		for c0 := 0; c0 < t; c0 += chunk {
 			n := min(chunk, t-c0)
+			gam, el, f := sc.gam[:n], sc.el[:n], sc.f[:2*n]
 			var run float32
 			for i := 0; i < n; i++ {
 				run += g[(c0+i)*hv+h]
-				sc.gam[i] = run
+				gam[i] = run
+				b := beta[(c0+i)*hv+h]
+				sc.bt[i], sc.nb[i] = b, -b
 				row := qk[(c0+i)*qkStride:]
-				copy(sc.qg[i*dk:(i+1)*dk], row[kh*dk:kh*dk+dk])
-				copy(sc.kg[i*dk:(i+1)*dk], row[kOff+kh*dk:kOff+kh*dk+dk])
+				copy(sc.kq[i*dk:(i+1)*dk], row[kOff+kh*dk:kOff+kh*dk+dk])
+				copy(sc.kq[(n+i)*dk:(n+i+1)*dk], row[kh*dk:kh*dk+dk])
 			}
-			qg, kg, cc := sc.qg[:n*dk], sc.kg[:n*dk], sc.cc[:n*n]
-			// A_ij = β_i (k_i·k_j) e^{Γ_i-Γ_j}, j < i; U = (I+A)^{-1} diag(β)V; W = (I+A)^{-1} diag(β e^Γ) K,
-			// by forward substitution: row i of U and W minus Σ_{j<i} A_ij times rows j.
-			ops.scoreTile(cc, kg, n, dk, kg, dk, n)
-			for i := 0; i < n; i++ {
-				ki := kg[i*dk : (i+1)*dk]
-				bi := beta[(c0+i)*hv+h]
-				ui := sc.u[i*dv : i*dv+dv]
-				wi := sc.w[i*dk : i*dk+dk]
-				vi := v[(c0+i)*vStride+h*dv : (c0+i)*vStride+h*dv+dv]
-				eg := float32(math.Exp(float64(sc.gam[i])))
-				for x := range ui {
-					ui[x] = bi * vi[x]
-				}
-				for x := range wi {
-					wi[x] = flushTiny(bi * eg * ki[x])
-				}
-				if i == 0 {
-					continue
-				}
-				c := sc.c[:i]
-				for j := range c {
-					c[j] = flushTiny(cc[i*n+j] * (-bi * float32(math.Exp(float64(sc.gam[i]-sc.gam[j])))))
-				}
-				ops.axpyRows(ui, c, sc.u, dv)
-				ops.axpyRows(wi, c, sc.w, dk)
+			last := gam[n-1]
+			copy(f[n:], gam)
+			for j, e := range gam {
+				el[j] = last - e
 			}
-			u, nw, ob := sc.u[:n*dv], sc.nw[:n*dk], sc.ob[:n*dv]
-			// Vn = U − W S (stored over U).
-			for x, e := range sc.w[:n*dk] {
-				nw[x] = -e
+			ops.expTiny(f[n:])
+			ops.expTiny(el)
+			for i, e := range f[n:] {
+				f[i] = flushTiny(sc.nb[i] * e)
 			}
-			ops.accumTile(u, n, dv, nw, dk, s, dv)
-			// O = diag(e^Γ) Q S + (causal mask ∘ Q Kᵀ ∘ e^{Γ_i-Γ_j}) Vn.
-			for i := 0; i < n; i++ {
-				eg := float32(math.Exp(float64(sc.gam[i])))
-				for x, e := range qg[i*dk : (i+1)*dk] {
-					nw[i*dk+x] = flushTiny(eg * e)
-				}
-			}
-			clear(ob)
-			ops.accumTile(ob, n, dv, nw, dk, s, dv)
-			ops.scoreTile(cc, qg, n, dk, kg, dk, n)
-			for i := 0; i < n; i++ {
-				for j := 0; j < n; j++ {
-					if j <= i {
-						cc[i*n+j] = flushTiny(cc[i*n+j] * float32(math.Exp(float64(sc.gam[i]-sc.gam[j]))))
-					} else {
-						cc[i*n+j] = 0
-					}
-				}
-			}
-			ops.accumTile(ob, n, dv, cc, n, u, dv)
+			kq, kg, sq := sc.kq[:2*n*dk], sc.kq[:n*dk], sc.sq[:2*n*dk]
+			cc, tm, xo, u := sc.cc[:2*n*n], sc.tm[:n*n], sc.xo[:2*n*dv], sc.u[:n*dv]
+			ops.scoreTileLower(cc[:n*n], kg, n, dk, kg, dk)
+			ops.scoreTileLower(cc[n*n:], kq[n*dk:], n, dk, kg, dk)
+			ops.causalDecay(cc[:n*n], n, gam, sc.nb[:n], true) // −A
+			ops.causalDecay(cc[n*n:], n, gam, nil, false)
+			ops.unitLowerInverse(tm, cc[:n*n], n)
+			ops.scaleRows(sq, dk, kq, dk, f)
+			ops.scaleRows(xo, dv, v[c0*vStride+h*dv:], vStride, sc.bt[:n])
+			clear(xo[n*dv:])
+			ops.accumTile(xo, 2*n, dv, sq, dk, s, dv)
+			clear(u)
+			ops.accumTileLower(u, n, dv, tm, xo, dv)
+			ob := xo[n*dv:]
+			ops.accumTileLower(ob, n, dv, cc[n*n:], u, dv)
 			for i := 0; i < n; i++ {
 				copy(out[(c0+i)*hv*dv+h*dv:(c0+i)*hv*dv+h*dv+dv], ob[i*dv:(i+1)*dv])
 			}
-			// S = e^{Γ_last} S + Σ_j e^{Γ_last-Γ_j} k_j ⊗ Vn_j: row x of S gains Σ_j kt[x][j] Vn_j.
-			last := sc.gam[n-1]
-			el := float32(math.Exp(float64(last)))
-			for x := range s {
-				s[x] *= el
-			}
-			kt := sc.kt[:dk*n]
-			for j := 0; j < n; j++ {
-				f := float32(math.Exp(float64(last - sc.gam[j])))
-				for x, e := range kg[j*dk : (j+1)*dk] {
-					kt[x*n+j] = flushTiny(f * e)
-				}
-			}
-			ops.accumTile(s, dk, dv, kt, n, u, dv)
+			ops.scaleAxpy(s, f[2*n-1], 0, s)
+			ops.scaleRows(sq, dk, kg, dk, el)
+			ops.accumTileT(s, dk, dv, sq, dk, n, u, dv)
 		}
 	}
 }
@@ -133,8 +107,9 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 // float32's subnormal range, where every FMA that reads one takes a microcode assist on x86 (on a
 // 4-layer synth 5% of the e^{Γ}-weighted q and k rows were subnormal, and the chunked rule ran at
 // a tenth of the tiles' speed). A term that small is 1e-30 of the O(1) terms it is summed with
-// (the j = i term of each output row has decay 1), far below float32's resolution.
-const tinyCoef = 1e-30
+// (the j = i term of each output row has decay 1), far below float32's resolution. The decay
+// kernels of fast/cpu zero under the same threshold.
+const tinyCoef = cpu.DecayTiny
 
 // flushTiny returns x, or 0 when |x| < tinyCoef.
 func flushTiny(x float32) float32 {

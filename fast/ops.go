@@ -18,19 +18,10 @@ func rmsNorm(x, w, out []float32, eps float64) {
 	}
 }
 
-// gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z).
-// o, z, y: [Dv]; w: [Dv].
+// gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z)
+// (cpu.GatedRMSNorm: one vector pass, the sum of squares in float32). o, z, y: [Dv]; w: [Dv].
 func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {
-	var ss float64
-	for _, v := range o {
-		ss += float64(v) * float64(v)
-	}
-	r := float32(1 / math.Sqrt(ss/float64(len(o))+eps))
-	copy(y, z)
-	ops.silu(y[:len(o)])
-	for i, v := range o {
-		y[i] *= v * r * w[i]
-	}
+	ops.k.GatedRMSNorm(y, o, z, w, float32(eps))
 }
 
 // rope rotates the first len(inv)*2 dims of x (rotate-half pairing) for position pos.
@@ -68,6 +59,9 @@ func (o vecOps) silu(x []float32) {
 func (o vecOps) swiglu(g, u []float32) {
 	o.k.SiLUMul(g, g, u)
 }
+
+// mulAdd: y += a ⊙ b elementwise.
+func (o vecOps) mulAdd(y, a, b []float32) { o.k.MulAdd(y, a, b) }
 
 // dot returns Σ a_i·b_i over len(a).
 func (o vecOps) dot(a, b []float32) float32 {
@@ -124,6 +118,38 @@ func (o vecOps) scoreTile(s, q []float32, m, d int, keys []float32, ks, n int) {
 // accumTile: out[i·d : (i+1)·d] += Σ_j p[i·n+j]·v[j·vs : j·vs+d] for i < m.
 func (o vecOps) accumTile(out []float32, m, d int, p []float32, n int, v []float32, vs int) {
 	o.k.AccumTile(out, m, d, p, n, v, vs)
+}
+
+// accumTileT: out[i·d : (i+1)·d] += Σ_j pt[j·ps+i]·v[j·vs : j·vs+d] for i < m (the weights transposed).
+func (o vecOps) accumTileT(out []float32, m, d int, pt []float32, ps, n int, v []float32, vs int) {
+	o.k.AccumTileT(out, m, d, pt, ps, n, v, vs)
+}
+
+// unitLowerInverse: t = (I − L)⁻¹ for L the strictly lower triangle of l: [n, n] (cpu.UnitLowerInverse).
+func (o vecOps) unitLowerInverse(t, l []float32, n int) { o.k.UnitLowerInverse(t, l, n) }
+
+// scoreTileLower: s[i·m+j] = q_i·keys_j for j ≤ i < m (cpu.ScoreTileLower; the upper triangle unspecified).
+func (o vecOps) scoreTileLower(s, q []float32, m, d int, keys []float32, ks int) {
+	o.k.ScoreTileLower(s, q, m, d, keys, ks)
+}
+
+// accumTileLower: out[i·d : (i+1)·d] += Σ_{j≤i} p[i·m+j]·v[j·vs : j·vs+d] for i < m.
+func (o vecOps) accumTileLower(out []float32, m, d int, p []float32, v []float32, vs int) {
+	o.k.AccumTileLower(out, m, d, p, v, vs)
+}
+
+// expTiny: x[j] = e^{x[j]}, or 0 under cpu.DecayTiny.
+func (o vecOps) expTiny(x []float32) { o.k.ExpTiny(x) }
+
+// scaleRows: dst[i·d+x] = f[i]·src[i·ss+x], or 0 under cpu.DecayTiny, for i < len(f).
+func (o vecOps) scaleRows(dst []float32, d int, src []float32, ss int, f []float32) {
+	o.k.ScaleRows(dst, d, src, ss, f)
+}
+
+// causalDecay: c[i·n+j] = s[i]·c[i·n+j]·e^{gam[i]−gam[j]} for j < i (j ≤ i unless strict), or 0 under
+// cpu.DecayTiny; 0 for the other j. s nil: ones.
+func (o vecOps) causalDecay(c []float32, n int, gam, s []float32, strict bool) {
+	o.k.CausalDecay(c, n, gam, s, strict)
 }
 
 // scoreTileF16 is scoreTile against fp16 keys (the KV cache), widened into scratch: [n, d].

@@ -21,7 +21,8 @@ type Session struct {
 	kv   []*kvCache  // per layer (attention only)
 	dec  *decodeBufs
 	scr  []*deltanetScratch
-	moe  expertBufs // moeExperts' buffers, kept across the layers of a prefill chunk
+	moe  expertBufs   // moeExperts' buffers, kept across the layers of a prefill chunk
+	dn   deltanetBufs // deltanetPrefill's buffers, kept across the DeltaNet layers of a prefill chunk
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds

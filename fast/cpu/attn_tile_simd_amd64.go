@@ -94,27 +94,18 @@ func scoreTile2x4(s, q []float32, m, d int, keys []float32, ks, n int) {
 	}
 }
 
-// accumTileSIMD is accumTilePortable in tiles of 8 output rows × 32 dimensions (accumOctet,
-// assembly: 16 accumulators, each value vector loaded once for eight rows) where the CPU has
-// AVX-512 and d is a multiple of 32, the weights of each 8-row group first interleaved by key on
-// the stack (pt[8j+r], at most maxTileKeys keys a call); leftover rows run through accumTile4.
+// accumTileSIMD is accumTilePortable in tiles of 8 output rows × 32 dimensions (accumOctetRows,
+// assembly: 16 accumulators, each value vector loaded once for eight rows, each weight broadcast
+// from its row of p as it lies) where the CPU has AVX-512 and d is a multiple of 32; leftover rows
+// run through accumTile4.
 func accumTileSIMD(o []float32, m, d int, p []float32, n int, v []float32, vs int) {
 	if d%32 != 0 || m < 8 || !archsimd.X86.AVX512() {
 		accumTile4(o, m, d, p, n, v, vs)
 		return
 	}
 	m8 := m &^ 7
-	var pt [8 * maxTileKeys]float32
 	for i := 0; i < m8; i += 8 {
-		for j0 := 0; j0 < n; j0 += maxTileKeys {
-			nb := min(maxTileKeys, n-j0)
-			for j := range nb {
-				for r := range 8 {
-					pt[8*j+r] = p[(i+r)*n+j0+j]
-				}
-			}
-			accumOctet(&o[i*d], 4*d, &pt[0], nb, &v[j0*vs], 4*vs, d/32)
-		}
+		accumOctetRows(&o[i*d], 4*d, &p[i*n], 4*n, n, &v[0], 4*vs, d/32)
 	}
 	if m8 < m {
 		accumTile4(o[m8*d:], m-m8, d, p[m8*n:], n, v, vs)

@@ -42,6 +42,15 @@ type impl struct {
 	maxOf              func(x []float32) float32
 	toF16              func(dst []uint16, src []float32)
 	fromF16            func(dst []float32, src []uint16)
+	expTiny            func(x []float32, c *expConsts)
+	scaleRows          func(dst []float32, d int, src []float32, ss int, f []float32)
+	causalDecay        func(c []float32, n int, gam, s []float32, strict bool, e *expConsts)
+	accumTileT         func(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int)
+	unitLowerInverse   func(t, l []float32, n int)
+	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
+	gatedScale         func(out, x, gate, w []float32, r float32, c *expConsts)
+	mulAdd             func(y, a, b []float32)
+	scoreTileLower     func(s, q []float32, m, d int, keys []float32, ks int)
 }
 
 func portableImpl() impl {
@@ -51,6 +60,10 @@ func portableImpl() impl {
 		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
+		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,
+		unitLowerInverse: unitLowerInversePortable, accumTileLower: accumTileLowerPortable,
+		gatedScale: gatedScalePortable, mulAdd: mulAddPortable,
+		scoreTileLower: scoreTileLowerPortable,
 	}
 }
 

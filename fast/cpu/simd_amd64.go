@@ -61,6 +61,16 @@ func simdImpl(level simdLevel) impl {
 		maxOf:       maxOfSIMD,
 		toF16:       f32ToF16SIMD,
 		fromF16:     f16ToF32SIMD,
+		expTiny:     expTinySIMD,
+		scaleRows:   scaleRowsSIMD,
+		causalDecay: causalDecaySIMD,
+		accumTileT:  accumTileTSIMD,
+
+		unitLowerInverse: unitLowerInverseSIMD,
+		accumTileLower:   accumTileLowerSIMD,
+		gatedScale:       gatedScaleSIMD,
+		mulAdd:           mulAddSIMD,
+		scoreTileLower:   scoreTileLowerSIMD,
 	}
 }
 
