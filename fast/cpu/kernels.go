@@ -38,10 +38,13 @@ type impl struct {
 	axpyRows           func(acc, p, rows []float32, stride int)
 	scoreTile          func(s, q []float32, m, d int, keys []float32, ks, n int)
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
-	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
-	maxOf              func(x []float32) float32
-	toF16              func(dst []uint16, src []float32)
-	fromF16            func(dst []float32, src []uint16)
+	// The fp16 KV cache's tiles (nil: widen the block into scratch, then scoreTile / accumTile).
+	scoreTileF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32)
+	accumTileF16 func(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32)
+	deltaUpdate  func(s []float32, decay float32, k, q, delta, out []float32)
+	maxOf        func(x []float32) float32
+	toF16        func(dst []uint16, src []float32)
+	fromF16      func(dst []float32, src []uint16)
 }
 
 func portableImpl() impl {
