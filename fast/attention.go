@@ -92,7 +92,9 @@ type attnArgs struct {
 
 // attend computes causal attention of one query position over keys [0, n), split along the
 // sequence in attnSplit-key pieces (units of (head, split) across the pool), then merges the
-// partial softmaxes. q: [Hq*D] scaled by D^-1/2 (queryHead); kv: at least n rows; out: [Hq*D].
+// partial softmaxes. The units go out in guided chunks, single units at the end, so that the
+// workers finish together: at 8K there are 34 units, and fixed chunks of 5 left one worker
+// waiting for the other's last chunk. q: [Hq*D] scaled by D^-1/2 (queryHead); kv: at least n rows; out: [Hq*D].
 func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []float32) {
 	b := s.dec
 	splits := (n + attnSplit - 1) / attnSplit
@@ -112,7 +114,7 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 	}
 	s.att = attnArgs{q: q, kv: kv, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
 		wide: b.awide, scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
-	s.m.run.RunTask(hkv*splits, s.tasks.attend)
+	s.m.run.RunTaskGuided(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
