@@ -163,6 +163,8 @@ func (s *Session) attendUnits(w0, lo, hi int) {
 		for b0 := 0; b0 < t1-t0; b0 += attnSub {
 			nb := min(t1-t0, b0+attnSub) - b0
 			st := sc[:rep*nb]
+			// the block's values are on their way from memory while its scores are computed
+			a.kv.prefetchValues(s.m.k, (t0+b0)*w+kvh*hd, w, hd, nb)
 			a.kv.scoreTile(ops, st, qs, rep, hd, (t0+b0)*w+kvh*hd, w, nb, wd)
 			for j := range rep {
 				ops.foldScores(st[j*nb:(j+1)*nb], ob[j*hd:(j+1)*hd], &mx[j], &sum[j])

@@ -15,7 +15,9 @@ import (
 // BenchmarkDecodeKV times one decode step after 8,192 cached positions with the fp16 cache and
 // with the float32 one, in the same run, on a 4-layer model whose attention has the real shape
 // (16 query heads, 2 KV heads of 256) and whose other matrices are the tiny preset's, so that the
-// step is mostly attention: the ratio of the two is the cache's effect on long-context decode.
+// step is mostly attention: the ratio of the two is the cache's effect on long-context decode. On
+// 2 workers, and on 1 ("/w1": no pool to spin, so cpu-ns/op, the process's CPU time per step, is
+// the work alone, which a shared host's waits for a core do not inflate as they do ns/op).
 func BenchmarkDecodeKV(b *testing.B) {
 	c, err := synth.Preset(synth.PresetTiny)
 	if err != nil {
@@ -38,11 +40,12 @@ func BenchmarkDecodeKV(b *testing.B) {
 	defer ck.Close()
 	const ctx = 8192
 	for _, kv := range []struct {
-		name string
-		f32  bool
-	}{{"f32", true}, {"f16", false}} {
+		name    string
+		f32     bool
+		workers int
+	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
 		b.Run(kv.name, func(b *testing.B) {
-			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: 2, KVCacheF32: kv.f32})
+			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -51,6 +54,7 @@ func BenchmarkDecodeKV(b *testing.B) {
 			s := es.(*Session)
 			fillKV(s, ctx)
 			b.ResetTimer()
+			cpu0 := processCPU(b)
 			for i := 0; b.Loop(); i++ {
 				if s.pos+1 >= 2*ctx {
 					s.pos = ctx
@@ -59,6 +63,7 @@ func BenchmarkDecodeKV(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -66,8 +71,9 @@ func BenchmarkDecodeKV(b *testing.B) {
 // BenchmarkAttendKV times the attention of one decode step alone (attend: the per-split tiles on
 // the pool, then the merge of the partial softmaxes) over 8,192 cached positions of one layer, the
 // real shape (16 query heads, 2 KV heads of 256), with the float32 cache and with the fp16 one in
-// the same run, on 2 workers. cpu-ns/op is the process's CPU time per call (both workers, their
-// spinning included), which a shared host's waits for a core do not inflate as they do ns/op.
+// the same run, on 2 workers and on 1 ("/w1": no pool, so cpu-ns/op is the work alone). cpu-ns/op
+// is the process's CPU time per call (both workers, their spinning included), which a shared
+// host's waits for a core do not inflate as they do ns/op.
 func BenchmarkAttendKV(b *testing.B) {
 	c, err := synth.Preset(synth.PresetTiny)
 	if err != nil {
@@ -90,11 +96,12 @@ func BenchmarkAttendKV(b *testing.B) {
 	defer ck.Close()
 	const ctx = 8192
 	for _, kv := range []struct {
-		name string
-		f32  bool
-	}{{"f32", true}, {"f16", false}} {
+		name    string
+		f32     bool
+		workers int
+	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
 		b.Run(kv.name, func(b *testing.B) {
-			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: 2, KVCacheF32: kv.f32})
+			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,10 @@
 
 package cpu
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // scoreTileF16SIMD is ScoreTileF16 reading the fp16 keys inside the 4×4 tiles (scoreQuadsF16:
 // VCVTPH2PS from memory, no widened copy) where the CPU has AVX-512, d is a multiple of 16 and the
@@ -54,6 +57,15 @@ func accumTileF16SIMD(o []float32, m, d int, p []float32, n int, v []uint16, vs 
 	}
 	if m8 < m {
 		accumTile4(o[m8*d:], m-m8, d, p[m8*n:], n, widenRowsF16(scratch, v, vs, d, n), d)
+	}
+}
+
+// prefetchRowsF16 prefetches the cache lines of n rows of d fp16 values at stride rs.
+func prefetchRowsF16(rows []uint16, rs, d, n int) {
+	p := unsafe.Pointer(unsafe.SliceData(rows))
+	lines := (2*d + 63) / 64
+	for j := range n {
+		prefetch(unsafe.Add(p, 2*j*rs), lines)
 	}
 }
 

@@ -80,3 +80,14 @@ func (k *Kernels) AccumTileF16(o []float32, m, d int, p []float32, n int, v []ui
 	}
 	k.f.accumTile(o, m, d, p, n, k.widenRows(scratch, v, vs, d, n), d)
 }
+
+// PrefetchF16Rows asks for n rows of d fp16 values at stride rs to be brought into the cache
+// (a hint: a no-op where the kernels cannot prefetch), so that a tile that reads them next does
+// not stall on memory. Rows past the end of the slice are not touched.
+func (k *Kernels) PrefetchF16Rows(rows []uint16, rs, d, n int) {
+	if k.f.prefetchRows == nil || n <= 0 || d <= 0 || rs < d || len(rows) < d {
+		return
+	}
+	n = min(n, (len(rows)-d)/rs+1) // rows whose d values lie inside the slice
+	k.f.prefetchRows(rows, rs, d, n)
+}

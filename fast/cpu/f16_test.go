@@ -130,3 +130,24 @@ func TestAttentionTilesF16Exact(t *testing.T) {
 		}
 	})
 }
+
+// TestPrefetchF16Rows: the prefetch hint accepts any row count, also more rows than the slice holds
+// and slices shorter than a row, on every variant, and changes nothing it is given.
+func TestPrefetchF16Rows(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	rows := make([]uint16, 3*512+256)
+	for i := range rows {
+		rows[i] = uint16(i)
+	}
+	for name, k := range variants(p) {
+		for _, c := range []struct{ off, rs, d, n int }{{0, 512, 256, 4}, {0, 512, 256, 100}, {1700, 512, 256, 3}, {512, 256, 256, 9}, {0, 0, 0, 1}} {
+			k.PrefetchF16Rows(rows[c.off:], c.rs, c.d, c.n)
+		}
+		for i := range rows {
+			if rows[i] != uint16(i) {
+				t.Fatalf("%s: PrefetchF16Rows changed rows[%d]", name, i)
+			}
+		}
+	}
+}

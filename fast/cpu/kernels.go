@@ -41,6 +41,7 @@ type impl struct {
 	// The fp16 KV cache's tiles (nil: widen the block into scratch, then scoreTile / accumTile).
 	scoreTileF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32)
 	accumTileF16 func(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32)
+	prefetchRows func(rows []uint16, rs, d, n int) // nil: no prefetch
 	deltaUpdate  func(s []float32, decay float32, k, q, delta, out []float32)
 	maxOf        func(x []float32) float32
 	toF16        func(dst []uint16, src []float32)

@@ -59,6 +59,7 @@ func simdImpl(level simdLevel) impl {
 		accumTile:    accumTileSIMD,
 		scoreTileF16: scoreTileF16SIMD,
 		accumTileF16: accumTileF16SIMD,
+		prefetchRows: prefetchRowsF16,
 		deltaUpdate:  deltaUpdateSIMD,
 		maxOf:        maxOfSIMD,
 		toF16:        f32ToF16SIMD,
