@@ -80,7 +80,7 @@ const attnSub = 64
 type attnArgs struct {
 	q           []float32 // [Hq*D], scaled by D^-1/2
 	kv          *kvCache  // [n, Hkv*D] keys and values
-	wide        []float32 // [workers, attnSub, D] each worker's key or value block widened to float32
+	wide        []float32 // [workers, attnSub, D] each worker's scratch for the fp16 tiles' widened rows
 	n, splits   int
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
@@ -139,9 +139,10 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 
 // attendUnits computes, on worker w, the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
-// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTileF16: the block's
-// fp16 keys widened once into the unit's scratch, each row then loaded once for two heads), each
-// head's running softmax (foldScores), the weighted values (AccumTileF16, likewise). Head h's result goes to part as
+// sub-blocks of attnSub keys: the block's fp16 values prefetched, the scores of all the unit's
+// heads at once (ScoreTileF16: each fp16 key vector converted in a register and used for four
+// heads), each head's running softmax (foldScores), the weighted values (AccumTileF16: each value
+// vector converted once for all the heads). Head h's result goes to part as
 // (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(w0, lo, hi int) {
 	a := &s.att
