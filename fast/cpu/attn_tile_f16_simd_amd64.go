@@ -7,6 +7,9 @@ import (
 	"unsafe"
 )
 
+// The fp16 tiles below run on CPUs with AVX-512 only (simdImpl): elsewhere Kernels widens the
+// block with the impl's fromF16 and runs its float32 tiles.
+
 // scoreTileF16SIMD is ScoreTileF16 reading the fp16 keys inside the 4×4 tiles (scoreQuadsF16:
 // VCVTPH2PS from memory, no widened copy) where the CPU has AVX-512, d is a multiple of 16 and the
 // tile has at least 4 rows and 4 keys. Leftover keys (n mod 4) and rows (m mod 4) are widened into

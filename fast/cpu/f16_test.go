@@ -151,3 +151,29 @@ func TestPrefetchF16Rows(t *testing.T) {
 		}
 	}
 }
+
+// TestF16ToF32F16C: the 256-bit F16C widening (the fp16 tiles' path on CPUs without AVX-512)
+// against safetensors.F16ToFloat32, bit for bit, on every fp16 pattern but the NaNs, which must
+// stay NaN (the hardware sets a signalling NaN's quiet bit; the plain Go conversion keeps it).
+func TestF16ToF32F16C(t *testing.T) {
+	if !hasF16CForTest() {
+		t.Skip("the CPU has no F16C (or this build has no SIMD kernels)")
+	}
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	dst := make([]float32, len(src))
+	f16ToF32F16CForTest(dst, src)
+	for i, h := range src {
+		if w := safetensors.F16ToFloat32(h); w != w {
+			if dst[i] == dst[i] {
+				t.Fatalf("%#04x: %g, want NaN", h, dst[i])
+			}
+			continue
+		}
+		if got, want := math.Float32bits(dst[i]), math.Float32bits(safetensors.F16ToFloat32(h)); got != want {
+			t.Fatalf("%#04x: %#08x, want %#08x", h, got, want)
+		}
+	}
+}
