@@ -73,8 +73,9 @@ const attnSplit = 512
 
 // attnSub is the key block a unit folds in at a time (within a split): its scores for all the
 // query heads of a KV head, their softmax and their weighted values, while the block's keys and
-// values stay in L2.
-const attnSub = 64
+// values stay in L2. 128 rather than 64: half as many softmax folds a step, and each block's
+// values are prefetched further ahead of their use.
+const attnSub = 128
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
 type attnArgs struct {
