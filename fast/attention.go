@@ -73,14 +73,15 @@ const attnSplit = 512
 
 // attnSub is the key block a unit folds in at a time (within a split): its scores for all the
 // query heads of a KV head, their softmax and their weighted values, while the block's keys and
-// values stay in L2.
-const attnSub = 64
+// values stay in L2. 128 rather than 64: half as many softmax folds a step, and each block's
+// values are prefetched further ahead of their use.
+const attnSub = 128
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
 type attnArgs struct {
 	q           []float32 // [Hq*D], scaled by D^-1/2
 	kv          *kvCache  // [n, Hkv*D] keys and values
-	wide        []float32 // [workers, attnSub, D] each worker's key or value block widened to float32
+	wide        []float32 // [workers, attnSub, D] each worker's scratch for the fp16 tiles' widened rows
 	n, splits   int
 	hq, hkv, hd int
 	part        []float32 // [Hq, splits, D+2]
@@ -92,7 +93,9 @@ type attnArgs struct {
 
 // attend computes causal attention of one query position over keys [0, n), split along the
 // sequence in attnSplit-key pieces (units of (head, split) across the pool), then merges the
-// partial softmaxes. q: [Hq*D] scaled by D^-1/2 (queryHead); kv: at least n rows; out: [Hq*D].
+// partial softmaxes. The units go out in guided chunks, single units at the end, so that the
+// workers finish together: at 8K there are 34 units, and fixed chunks of 5 left one worker
+// waiting for the other's last chunk. q: [Hq*D] scaled by D^-1/2 (queryHead); kv: at least n rows; out: [Hq*D].
 func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []float32) {
 	b := s.dec
 	splits := (n + attnSplit - 1) / attnSplit
@@ -112,7 +115,7 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 	}
 	s.att = attnArgs{q: q, kv: kv, n: n, splits: splits, hq: hq, hkv: hkv, hd: hd, part: p,
 		wide: b.awide, scores: b.scores[:hq*splits*attnSub], out: b.aout[:hq*splits*hd], mx: b.amx[:hq*splits], sum: b.asum[:hq*splits]}
-	s.m.run.RunTask(hkv*splits, s.tasks.attend)
+	s.m.run.RunTaskGuided(hkv*splits, s.tasks.attend)
 	for h := 0; h < hq; h++ {
 		o := out[h*hd : (h+1)*hd]
 		mx := math.Inf(-1)
@@ -137,9 +140,10 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 
 // attendUnits computes, on worker w, the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
-// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTileF16: the block's
-// fp16 keys widened once into the unit's scratch, each row then loaded once for two heads), each
-// head's running softmax (foldScores), the weighted values (AccumTileF16, likewise). Head h's result goes to part as
+// sub-blocks of attnSub keys: the block's fp16 values prefetched, the scores of all the unit's
+// heads at once (ScoreTileF16: each fp16 key vector converted in a register and used for four
+// heads), each head's running softmax (foldScores), the weighted values (AccumTileF16: each value
+// vector converted once for all the heads). Head h's result goes to part as
 // (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(w0, lo, hi int) {
 	a := &s.att
@@ -161,6 +165,8 @@ func (s *Session) attendUnits(w0, lo, hi int) {
 		for b0 := 0; b0 < t1-t0; b0 += attnSub {
 			nb := min(t1-t0, b0+attnSub) - b0
 			st := sc[:rep*nb]
+			// the block's values are on their way from memory while its scores are computed
+			a.kv.prefetchValues(s.m.k, (t0+b0)*w+kvh*hd, w, hd, nb)
 			a.kv.scoreTile(ops, st, qs, rep, hd, (t0+b0)*w+kvh*hd, w, nb, wd)
 			for j := range rep {
 				ops.foldScores(st[j*nb:(j+1)*nb], ob[j*hd:(j+1)*hd], &mx[j], &sum[j])

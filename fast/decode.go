@@ -18,7 +18,7 @@ type decodeBufs struct {
 	scores          []float32 // attention: [Hq*splits, attnSub] score sub-blocks
 	aout            []float32 // attention: [Hq*splits, D] the units' unnormalised outputs
 	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
-	awide           []float32 // attention: [workers, attnSub, D] fp16 K/V blocks widened per worker
+	awide           []float32 // attention: [workers, attnSub, D] per-worker scratch of the fp16 tiles
 	asum            []float64 // attention: [Hq*splits] running sum
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]

@@ -3,7 +3,9 @@ package fast
 import (
 	"context"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
@@ -13,7 +15,9 @@ import (
 // BenchmarkDecodeKV times one decode step after 8,192 cached positions with the fp16 cache and
 // with the float32 one, in the same run, on a 4-layer model whose attention has the real shape
 // (16 query heads, 2 KV heads of 256) and whose other matrices are the tiny preset's, so that the
-// step is mostly attention: the ratio of the two is the cache's effect on long-context decode.
+// step is mostly attention: the ratio of the two is the cache's effect on long-context decode. On
+// 2 workers, and on 1 ("/w1": no pool to spin, so cpu-ns/op, the process's CPU time per step, is
+// the work alone, which a shared host's waits for a core do not inflate as they do ns/op).
 func BenchmarkDecodeKV(b *testing.B) {
 	c, err := synth.Preset(synth.PresetTiny)
 	if err != nil {
@@ -36,11 +40,12 @@ func BenchmarkDecodeKV(b *testing.B) {
 	defer ck.Close()
 	const ctx = 8192
 	for _, kv := range []struct {
-		name string
-		f32  bool
-	}{{"f32", true}, {"f16", false}} {
+		name    string
+		f32     bool
+		workers int
+	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
 		b.Run(kv.name, func(b *testing.B) {
-			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: 2, KVCacheF32: kv.f32})
+			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -49,6 +54,7 @@ func BenchmarkDecodeKV(b *testing.B) {
 			s := es.(*Session)
 			fillKV(s, ctx)
 			b.ResetTimer()
+			cpu0 := processCPU(b)
 			for i := 0; b.Loop(); i++ {
 				if s.pos+1 >= 2*ctx {
 					s.pos = ctx
@@ -57,8 +63,78 @@ func BenchmarkDecodeKV(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// BenchmarkAttendKV times the attention of one decode step alone (attend: the per-split tiles on
+// the pool, then the merge of the partial softmaxes) over 8,192 cached positions of one layer, the
+// real shape (16 query heads, 2 KV heads of 256), with the float32 cache and with the fp16 one in
+// the same run, on 2 workers and on 1 ("/w1": no pool, so cpu-ns/op is the work alone). cpu-ns/op
+// is the process's CPU time per call (both workers, their spinning included), which a shared
+// host's waits for a core do not inflate as they do ns/op.
+func BenchmarkAttendKV(b *testing.B) {
+	c, err := synth.Preset(synth.PresetTiny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim = 4, 16, 2, 256
+	c.MRopeSection = []int{11, 11, 10}
+	p, err := synth.NewPlan(c, synth.LayoutMLX, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := synth.Write(context.Background(), p, dir, synth.Options{Seed: 5}); err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ck.Close()
+	const ctx = 8192
+	for _, kv := range []struct {
+		name    string
+		f32     bool
+		workers int
+	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
+		b.Run(kv.name, func(b *testing.B) {
+			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			es, _ := m.NewSession()
+			s := es.(*Session)
+			fillKV(s, ctx)
+			li := 0
+			for s.kv[li] == nil {
+				li++
+			}
+			hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+			r := rand.New(rand.NewPCG(3, 4))
+			q, out := make([]float32, hq*hd), make([]float32, hq*hd)
+			for i := range q {
+				q[i] = float32(r.NormFloat64()) / 16 // a unit-variance query scaled by D^-1/2
+			}
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				s.attend(q, s.kv[li], ctx, hq, hkv, hd, out)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fillKV puts n positions of random keys and values (the scale of RMS-normed rows) in every

@@ -152,12 +152,14 @@ func (o vecOps) causalDecay(c []float32, n int, gam, s []float32, strict bool) {
 	o.k.CausalDecay(c, n, gam, s, strict)
 }
 
-// scoreTileF16 is scoreTile against fp16 keys (the KV cache), widened into scratch: [n, d].
+// scoreTileF16 is scoreTile against fp16 keys (the KV cache); scratch: [n, d] float32 for the
+// keys the kernels widen (all of them where they cannot read fp16 in their tiles).
 func (o vecOps) scoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
 	o.k.ScoreTileF16(s, q, m, d, keys, ks, n, scratch)
 }
 
-// accumTileF16 is accumTile with fp16 values (the KV cache), widened into scratch: [n, d].
+// accumTileF16 is accumTile with fp16 values (the KV cache); scratch: [n, d] float32 for the
+// values the kernels widen.
 func (o vecOps) accumTileF16(out []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32) {
 	o.k.AccumTileF16(out, m, d, p, n, v, vs, scratch)
 }

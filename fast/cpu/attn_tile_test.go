@@ -62,7 +62,10 @@ func TestAttentionTilesMatchFloat64(t *testing.T) {
 // BenchmarkAttentionBlock is one block of attention for the query heads that share a KV head, the
 // real sizes (8 heads, D = 256, keys at the KV cache's stride of 2 KV heads): "per_head" is the
 // per-query helpers (Dots, then AxpyRows, head by head), "tiles" is ScoreTile and AccumTile for all
-// eight at once, with rows = 8 (a decode step) and rows = 64 (8 prompt positions in prefill).
+// eight at once, with rows = 8 (a decode step) and rows = 64 (8 prompt positions in prefill);
+// "tiles_f16" the same on the keys and values stored as fp16 (ScoreTileF16 and AccumTileF16, which
+// convert them inside the register tiles), "tiles_f16widen" widening the fp16 block into a float32
+// scratch before the float32 tiles (the portable kernels' way).
 // GFLOP/s counts 4·rows·keys·D per call (the two products); the softmax between them is left out.
 func BenchmarkAttentionBlock(b *testing.B) {
 	const d, stride = 256, 512
@@ -88,6 +91,22 @@ func BenchmarkAttentionBlock(b *testing.B) {
 				for b.Loop() {
 					k.ScoreTile(s, q, rows, d, kv, stride, keys)
 					k.AccumTile(o, rows, d, s, keys, kv, stride)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			kv16, scratch := make([]uint16, len(kv)), make([]float32, keys*d)
+			k.F16Row(kv16, kv)
+			b.Run(fmt.Sprintf("rows%d/keys%d/tiles_f16", rows, keys), func(b *testing.B) {
+				for b.Loop() {
+					k.ScoreTileF16(s, q, rows, d, kv16, stride, keys, scratch)
+					k.AccumTileF16(o, rows, d, s, keys, kv16, stride, scratch)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			b.Run(fmt.Sprintf("rows%d/keys%d/tiles_f16widen", rows, keys), func(b *testing.B) {
+				for b.Loop() {
+					k.f.scoreTile(s, q, rows, d, k.widenRows(scratch, kv16, stride, d, keys), d, keys)
+					k.f.accumTile(o, rows, d, s, keys, k.widenRows(scratch, kv16, stride, d, keys), d)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -36,8 +36,12 @@
 //
 // A KV cache in fp16 (f16.go): [Kernels.F16Row] converts a K or V row on append (round to nearest
 // even; VCVTPS2PH with AVX-512, bit for bit safetensors.Float32ToF16), and [Kernels.ScoreTileF16] and
-// [Kernels.AccumTileF16] widen a block of cached rows (VCVTPH2PS, exact) into the caller's float32
-// scratch and run the float32 tiles on it: the cache reads half the bytes (budget f16KVTol).
+// [Kernels.AccumTileF16] read the cached rows inside the assembly register tiles with AVX-512
+// (attn_tile_f16_asm_amd64.s: each key or value vector loaded by VCVTPH2PS from memory, exact), the
+// float32 tiles' arithmetic in their order, so the results are bit for bit those of widening first;
+// leftover keys and rows, CPUs without AVX-512 and the portable kernels widen the block into the
+// caller's float32 scratch and run the float32 tiles on it. The cache reads half the bytes (budget
+// f16KVTol against the unrounded rows).
 //
 // The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
 // prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,

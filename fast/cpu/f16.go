@@ -45,9 +45,11 @@ func (k *Kernels) widenRows(scratch []float32, rows []uint16, rs, d, n int) []fl
 	return scratch[:n*d]
 }
 
-// ScoreTileF16 is ScoreTile against keys stored as fp16 (keys: n rows of d at stride ks): the keys
+// ScoreTileF16 is ScoreTile against keys stored as fp16 (keys: n rows of d at stride ks). The SIMD
+// kernels read the fp16 keys inside their register tiles where the shapes allow; otherwise the keys
 // are widened into scratch ([n, d] float32, at least n·d; the caller's, so that concurrent callers
-// share nothing) and the float32 tile runs on them. s: [m, n].
+// share nothing) and the float32 tile runs on them. Either way the conversion is exact and the
+// scores are those of the float32 tile on the widened keys, bit for bit. s: [m, n].
 func (k *Kernels) ScoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
 	if m <= 0 || n <= 0 {
 		return
@@ -55,11 +57,16 @@ func (k *Kernels) ScoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n in
 	if len(s) < m*n || len(q) < m*d || ks < d || len(keys) < (n-1)*ks+d {
 		panic("cpu: ScoreTileF16: buffers too short for the shapes")
 	}
+	if k.f.scoreTileF16 != nil {
+		k.f.scoreTileF16(s, q, m, d, keys, ks, n, scratch)
+		return
+	}
 	k.f.scoreTile(s, q, m, d, k.widenRows(scratch, keys, ks, d, n), d, n)
 }
 
-// AccumTileF16 is AccumTile with values stored as fp16 (v: n rows of d at stride vs), widened into
-// scratch ([n, d] float32) first. p: [m, n], o: [m, d].
+// AccumTileF16 is AccumTile with values stored as fp16 (v: n rows of d at stride vs): read inside
+// the SIMD register tiles where the shapes allow, else widened into scratch ([n, d] float32) first;
+// bit for bit AccumTile on the widened values either way. p: [m, n], o: [m, d].
 func (k *Kernels) AccumTileF16(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32) {
 	if m <= 0 || n <= 0 {
 		return
@@ -67,5 +74,20 @@ func (k *Kernels) AccumTileF16(o []float32, m, d int, p []float32, n int, v []ui
 	if len(o) < m*d || len(p) < m*n || vs < d || len(v) < (n-1)*vs+d {
 		panic("cpu: AccumTileF16: buffers too short for the shapes")
 	}
+	if k.f.accumTileF16 != nil {
+		k.f.accumTileF16(o, m, d, p, n, v, vs, scratch)
+		return
+	}
 	k.f.accumTile(o, m, d, p, n, k.widenRows(scratch, v, vs, d, n), d)
+}
+
+// PrefetchF16Rows asks for n rows of d fp16 values at stride rs to be brought into the cache
+// (a hint: a no-op where the kernels cannot prefetch), so that a tile that reads them next does
+// not stall on memory. Rows past the end of the slice are not touched.
+func (k *Kernels) PrefetchF16Rows(rows []uint16, rs, d, n int) {
+	if k.f.prefetchRows == nil || n <= 0 || d <= 0 || rs < d || len(rows) < d {
+		return
+	}
+	n = min(n, (len(rows)-d)/rs+1) // rows whose d values lie inside the slice
+	k.f.prefetchRows(rows, rs, d, n)
 }

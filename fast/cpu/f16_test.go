@@ -90,39 +90,90 @@ func TestAttentionTilesF16(t *testing.T) {
 	})
 }
 
-// BenchmarkAttentionKV is a decode step's attention for one KV head (8 query heads, D = 256) over
-// a cache of 32K positions whose rows hold 2 KV heads (stride 512), in blocks of 256 keys: scores
-// then the weighted values, with K/V in float32 ("f32", ScoreTile/AccumTile) or fp16 ("f16",
-// ScoreTileF16/AccumTileF16: half the bytes read, widened per block into an L2-resident scratch).
-// One worker; the ratio of the two times is the figure (keys/s: cached positions per second).
-func BenchmarkAttentionKV(b *testing.B) {
-	const m, d, stride, ctx, blk = 8, 256, 512, 32768, 256
+// TestAttentionTilesF16Exact: the fp16 tiles (which read fp16 inside the SIMD register tiles where
+// the shapes allow) against the float32 tiles on the same keys and values widened first, on every
+// variant. Budget: none, bit for bit: the conversion is exact and the two run the same products in
+// the same order. Shapes around the 4×4 score and 8-row accumulate tiles and their leftovers, the
+// real decode (8 rows) and prefill (64 rows) tiles at D = 256 and the cache's stride of 2 KV heads.
+func TestAttentionTilesF16Exact(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()
-	k := New(p)
-	r := rand.New(rand.NewPCG(1, 2))
-	q, pw, o := randVec(r, m*d), randVec(r, m*blk), make([]float32, m*d)
-	s, scratch := make([]float32, m*blk), make([]float32, blk*d)
-	for _, impl := range []string{"f32", "f16"} {
-		b.Run(impl, func(b *testing.B) {
-			kv32 := randVec(r, 2*ctx*stride)
-			kv16 := make([]uint16, len(kv32))
-			k.F16Row(kv16, kv32)
-			if impl == "f16" {
-				kv32 = nil
-			}
-			for b.Loop() {
-				for j := 0; j < ctx; j += blk {
-					if impl == "f32" {
-						k.ScoreTile(s, q, m, d, kv32[j*stride:], stride, blk)
-						k.AccumTile(o, m, d, pw, blk, kv32[(ctx+j)*stride:], stride)
-					} else {
-						k.ScoreTileF16(s, q, m, d, kv16[j*stride:], stride, blk, scratch)
-						k.AccumTileF16(o, m, d, pw, blk, kv16[(ctx+j)*stride:], stride, scratch)
-					}
+	ks := variants(p)
+	rapid.Check(t, func(rt *rapid.T) {
+		d := rapid.SampledFrom([]int{3, 16, 32, 48, 256}).Draw(rt, "d")
+		m := rapid.OneOf(rapid.IntRange(1, 19), rapid.Just(64)).Draw(rt, "m")
+		n := rapid.OneOf(rapid.IntRange(1, 13), rapid.Just(64), rapid.Just(maxTileKeys+5)).Draw(rt, "n")
+		stride := d + rapid.SampledFrom([]int{0, 5, d}).Draw(rt, "extra")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 14))
+		q, pw, o0 := randVec(r, m*d), randVec(r, m*n), randVec(r, m*d)
+		h := make([]uint16, (n-1)*stride+d)
+		f32ToF16Portable(h, randVec(r, len(h)))
+		wide := make([]float32, len(h)) // the fp16 rows widened, at the same stride
+		f16ToF32Portable(wide, h)
+		for name, k := range ks {
+			want, got := make([]float32, m*n), make([]float32, m*n)
+			k.ScoreTile(want, q, m, d, wide, stride, n)
+			k.ScoreTileF16(got, q, m, d, h, stride, n, make([]float32, n*d))
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					rt.Fatalf("%s ScoreTileF16 m %d d %d n %d stride %d [%d]: %g, want %g", name, m, d, n, stride, i, got[i], want[i])
 				}
 			}
-			b.ReportMetric(float64(ctx)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
-		})
+			wo, gotO := append([]float32(nil), o0...), append([]float32(nil), o0...)
+			k.AccumTile(wo, m, d, pw, n, wide, stride)
+			k.AccumTileF16(gotO, m, d, pw, n, h, stride, make([]float32, n*d))
+			for i := range wo {
+				if math.Float32bits(gotO[i]) != math.Float32bits(wo[i]) {
+					rt.Fatalf("%s AccumTileF16 m %d d %d n %d stride %d [%d]: %g, want %g", name, m, d, n, stride, i, gotO[i], wo[i])
+				}
+			}
+		}
+	})
+}
+
+// TestPrefetchF16Rows: the prefetch hint accepts any row count, also more rows than the slice holds
+// and slices shorter than a row, on every variant, and changes nothing it is given.
+func TestPrefetchF16Rows(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	rows := make([]uint16, 3*512+256)
+	for i := range rows {
+		rows[i] = uint16(i)
+	}
+	for name, k := range variants(p) {
+		for _, c := range []struct{ off, rs, d, n int }{{0, 512, 256, 4}, {0, 512, 256, 100}, {1700, 512, 256, 3}, {512, 256, 256, 9}, {0, 0, 0, 1}} {
+			k.PrefetchF16Rows(rows[c.off:], c.rs, c.d, c.n)
+		}
+		for i := range rows {
+			if rows[i] != uint16(i) {
+				t.Fatalf("%s: PrefetchF16Rows changed rows[%d]", name, i)
+			}
+		}
+	}
+}
+
+// TestF16ToF32F16C: the 256-bit F16C widening (the fp16 tiles' path on CPUs without AVX-512)
+// against safetensors.F16ToFloat32, bit for bit, on every fp16 pattern but the NaNs, which must
+// stay NaN (the hardware sets a signalling NaN's quiet bit; the plain Go conversion keeps it).
+func TestF16ToF32F16C(t *testing.T) {
+	if !hasF16CForTest() {
+		t.Skip("the CPU has no F16C (or this build has no SIMD kernels)")
+	}
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	dst := make([]float32, len(src))
+	f16ToF32F16CForTest(dst, src)
+	for i, h := range src {
+		if w := safetensors.F16ToFloat32(h); w != w {
+			if dst[i] == dst[i] {
+				t.Fatalf("%#04x: %g, want NaN", h, dst[i])
+			}
+			continue
+		}
+		if got, want := math.Float32bits(dst[i]), math.Float32bits(safetensors.F16ToFloat32(h)); got != want {
+			t.Fatalf("%#04x: %#08x, want %#08x", h, got, want)
+		}
 	}
 }

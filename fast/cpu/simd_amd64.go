@@ -29,6 +29,18 @@ func simdImpl(level simdLevel) impl {
 	vnni := false
 	var tile qmmTileFunc
 	var tileRows qmmTileRowsFunc
+	// The fp16 KV cache: read inside the AVX-512 tiles; elsewhere widened with F16C where the CPU
+	// has it (every AVX2 CPU lily knows of; a virtual machine may hide it), else in plain Go.
+	fromF16 := f16ToF32Portable
+	if hasF16C() {
+		fromF16 = f16ToF32SIMD256
+	}
+	var scoreF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32)
+	var accumF16 func(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32)
+	var prefetchF16 func(rows []uint16, rs, d, n int)
+	if archsimd.X86.AVX512() && level >= level512 { // level256: the tests' F16C path
+		fromF16, scoreF16, accumF16, prefetchF16 = f16ToF32SIMD, scoreTileF16SIMD, accumTileF16SIMD, prefetchRowsF16
+	}
 	if archsimd.X86.AVX512() && level >= level512 {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
@@ -60,7 +72,7 @@ func simdImpl(level simdLevel) impl {
 		deltaUpdate: deltaUpdateSIMD,
 		maxOf:       maxOfSIMD,
 		toF16:       f32ToF16SIMD,
-		fromF16:     f16ToF32SIMD,
+		fromF16:     fromF16,
 		expTiny:     expTinySIMD,
 		scaleRows:   scaleRowsSIMD,
 		causalDecay: causalDecaySIMD,
@@ -71,6 +83,9 @@ func simdImpl(level simdLevel) impl {
 		gatedScale:       gatedScaleSIMD,
 		mulAdd:           mulAddSIMD,
 		scoreTileLower:   scoreTileLowerSIMD,
+		scoreTileF16:     scoreF16,
+		accumTileF16:     accumF16,
+		prefetchRows:     prefetchF16,
 	}
 }
 
