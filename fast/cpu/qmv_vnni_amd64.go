@@ -30,7 +30,7 @@ func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 	if n4 := (hi - lo) / 4; n4 > 0 && archsimd.X86.AVX512GFNI() {
 		qmv4Rows4VNNIAsm(&y[lo], n4, unsafe.Pointer(&m.W[lo*rb]),
 			unsafe.Pointer(&m.Scales[lo*groups]), unsafe.Pointer(&m.Biases[lo*groups]), groups/8,
-			unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]))
+			unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]), vnniPrefetch(rb))
 		lo += 4 * n4
 	}
 	if lo < hi {
@@ -43,5 +43,13 @@ func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 //go:noescape
 func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)
 
+// vnniPrefetch returns how far ahead the four-row pass prefetches, in bytes, for rows of rb bytes:
+// the fewest whole passes (4·rb each) that reach 2 KiB, the one-row loop's distance (one pass, 4 or
+// 8 KiB, for the model's 2048- and 4096-wide rows; two, 2 KiB, for its 512-wide ones).
+func vnniPrefetch(rb int) int {
+	pass := 4 * rb
+	return pass * ((2048 + pass - 1) / pass)
+}
+
 //go:noescape
-func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)
+func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)

@@ -120,7 +120,7 @@ done:
 	VZEROUPPER
 	RET
 
-// func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)
+// func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
 //
 // qmv4RowsVNNIAsm four rows at a time (n: the number of 4-row passes, 4n rows), for CPUs with
 // AVX-512 GFNI too. Each row gets the same integer sums and the same float32 operations in the same
@@ -129,15 +129,16 @@ done:
 // are loaded once, the high nibbles taken by one VGF2P8AFFINEQB (Z31: the bit matrix of a byte's
 // shift right by 4) and the low ones by one VPANDD; the limb sums run in one accumulator, Horner's
 // rule interleaved with the dot products (a's two VPDPBUSDs, a shift by 8, b's, a shift, c's: the
-// same exact integer without the two adds).
+// same exact integer without the two adds). Each row's packed line is prefetched pf bytes on (R11),
+// a whole number of passes: the rows of a pass are interleaved, so a linear distance shorter than a
+// pass would land on rows the pass is reading.
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
 // times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them; dl
 // in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias terms,
 // Y8+r the block's multipliers; the two temporary sets (Z23–Z26, Z27–Z30) alternate between rows.
-TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-72
-	MOVQ n+8(FP), R11
-	TESTQ R11, R11
+TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
+	CMPQ n+8(FP), $0
 	JEQ done4
 	MOVQ w+16(FP), AX
 	MOVQ sc+24(FP), SI
@@ -187,6 +188,8 @@ block4:
 	ADDQ BX, R9
 
 	MOVQ SI, R9
+	MOVQ AX, R11
+	ADDQ pf+72(FP), R11
 	MULT(Y8, Y4)
 	MULT(Y9, Y5)
 	MULT(Y10, Y6)
@@ -217,10 +220,10 @@ block4:
 	VMOVDQU64 (X+192)(DI), Z15 \
 	VMOVDQU64 (X+256)(DI), Z16 \
 	VMOVDQU64 (X+320)(DI), Z17 \
-	ROWPAIR(W(AX), (2048+W)(AX), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
-	ROWPAIR(W(AX)(R15*1), (2048+W)(AX)(R15*1), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
-	ROWPAIR(W(AX)(R15*2), (2048+W)(AX)(R15*2), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
-	ROWPAIR(W(AX)(R13*1), (2048+W)(AX)(R13*1), Z3, Z11, IDX, Z27, Z28, Z29, Z30)
+	ROWPAIR(W(AX), W(R11), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R15*1), W(R11)(R15*1), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
+	ROWPAIR(W(AX)(R15*2), W(R11)(R15*2), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R13*1), W(R11)(R13*1), Z3, Z11, IDX, Z27, Z28, Z29, Z30)
 
 	PAIR4(0, 0, Z19)
 	PAIR4(64, 384, Z20)
@@ -256,7 +259,7 @@ block4:
 	ADDQ R13, AX
 	LEAQ (SI)(BX*2), SI
 	ADDQ BX, SI
-	DECQ R11
+	DECQ n+8(FP)
 	JNZ pass4
 
 done4:
