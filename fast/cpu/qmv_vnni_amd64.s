@@ -119,3 +119,149 @@ block:
 done:
 	VZEROUPPER
 	RET
+
+// func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
+//
+// qmv4RowsVNNIAsm four rows at a time (n: the number of 4-row passes, 4n rows), for CPUs with
+// AVX-512 GFNI too. Each row gets the same integer sums and the same float32 operations in the same
+// order as in qmv4RowsVNNIAsm, so y is bit for bit the same; what changes is the work per pair of
+// groups and row: the six limb blocks are loaded once (Z12–Z17) for the four rows; the packed bytes
+// are loaded once, the high nibbles taken by one VGF2P8AFFINEQB (Z31: the bit matrix of a byte's
+// shift right by 4) and the low ones by one VPANDD; the limb sums run in one accumulator, Horner's
+// rule interleaved with the dot products (a's two VPDPBUSDs, a shift by 8, b's, a shift, c's: the
+// same exact integer without the two adds). Each row's packed line is prefetched pf bytes on (R11),
+// a whole number of passes: the rows of a pass are interleaved, so a linear distance shorter than a
+// pass would land on rows the pass is reading.
+//
+// Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
+// times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them; dl
+// in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias terms,
+// Y8+r the block's multipliers; the two temporary sets (Z23–Z26, Z27–Z30) alternate between rows.
+TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
+	CMPQ n+8(FP), $0
+	JEQ done4
+	MOVQ w+16(FP), AX
+	MOVQ sc+24(FP), SI
+	MOVQ bi+32(FP), R8
+	SUBQ SI, R8
+	MOVQ blocks+40(FP), R12
+	MOVQ R12, BX
+	SHLQ $4, BX
+	MOVQ R12, R15
+	SHLQ $8, R15
+	LEAQ (R15)(R15*2), R13
+	MOVQ dl+56(FP), R14
+	MOVQ sum+64(FP), DX
+	SUBQ R14, DX
+	MOVL $0x0F0F0F0F, CX
+	VPBROADCASTD CX, Z18
+	MOVL $2, CX
+	VPBROADCASTD CX, Z31
+	VMOVDQU32 pairIdx<>(SB), Z19
+	VPADDD Z31, Z19, Z20
+	VPADDD Z31, Z20, Z21
+	VPADDD Z31, Z21, Z22
+	MOVQ $0x1020408000000000, CX
+	VPBROADCASTQ CX, Z31
+
+pass4:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ R12, CX
+	MOVQ xl+48(FP), DI
+	MOVQ R14, R10
+
+block4:
+#define MULT(MUL, BIAS) \
+	VPMOVZXWD (R9), MUL \
+	VPSLLD $16, MUL, MUL \
+	VMULPS (R10), MUL, MUL \
+	VPMOVZXWD (R9)(R8*1), Y23 \
+	VPSLLD $16, Y23, Y23 \
+	VFMADD231PS (R10)(DX*1), Y23, BIAS \
+	ADDQ BX, R9
+
+	MOVQ SI, R9
+	MOVQ AX, R11
+	ADDQ pf+72(FP), R11
+	MULT(Y8, Y4)
+	MULT(Y9, Y5)
+	MULT(Y10, Y6)
+	MULT(Y11, Y7)
+
+#define ROWPAIR(WADDR, PFADDR, ACC, MUL, IDX, T0, T1, T2, T3) \
+	PREFETCHT0 PFADDR \
+	VMOVDQU64 WADDR, T0 \
+	VGF2P8AFFINEQB $0, Z31, T0, T1 \
+	VPANDD T0, Z18, T0 \
+	VPXORD T2, T2, T2 \
+	VPDPBUSD Z12, T0, T2 \
+	VPDPBUSD Z13, T1, T2 \
+	VPSLLD $8, T2, T2 \
+	VPDPBUSD Z14, T0, T2 \
+	VPDPBUSD Z15, T1, T2 \
+	VPSLLD $8, T2, T2 \
+	VPDPBUSD Z16, T0, T2 \
+	VPDPBUSD Z17, T1, T2 \
+	VCVTDQ2PS T2, T2 \
+	VPERMPS MUL, IDX, T3 \
+	VFMADD231PS T3, T2, ACC
+
+#define PAIR4(W, X, IDX) \
+	VMOVDQU64 (X)(DI), Z12 \
+	VMOVDQU64 (X+64)(DI), Z13 \
+	VMOVDQU64 (X+128)(DI), Z14 \
+	VMOVDQU64 (X+192)(DI), Z15 \
+	VMOVDQU64 (X+256)(DI), Z16 \
+	VMOVDQU64 (X+320)(DI), Z17 \
+	ROWPAIR(W(AX), W(R11), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R15*1), W(R11)(R15*1), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
+	ROWPAIR(W(AX)(R15*2), W(R11)(R15*2), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R13*1), W(R11)(R13*1), Z3, Z11, IDX, Z27, Z28, Z29, Z30)
+
+	PAIR4(0, 0, Z19)
+	PAIR4(64, 384, Z20)
+	PAIR4(128, 768, Z21)
+	PAIR4(192, 1152, Z22)
+
+	ADDQ $256, AX
+	ADDQ $16, SI
+	ADDQ $1536, DI
+	ADDQ $32, R10
+	DECQ CX
+	JNZ block4
+
+#define REDUCE(ACC, BIAS, YR, XR, OFF) \
+	VADDPS BIAS, ACC, ACC \
+	VEXTRACTF64X4 $1, ACC, Y12 \
+	VADDPS Y12, YR, YR \
+	VEXTRACTF128 $1, YR, X12 \
+	VADDPS X12, XR, XR \
+	VMOVHLPS XR, XR, X12 \
+	VADDPS X12, XR, XR \
+	VMOVSHDUP XR, X12 \
+	VADDSS X12, XR, XR \
+	VMOVSS XR, OFF(R9)
+
+	MOVQ y+0(FP), R9
+	REDUCE(Z0, Z4, Y0, X0, 0)
+	REDUCE(Z1, Z5, Y1, X1, 4)
+	REDUCE(Z2, Z6, Y2, X2, 8)
+	REDUCE(Z3, Z7, Y3, X3, 12)
+	ADDQ $16, R9
+	MOVQ R9, y+0(FP)
+	ADDQ R13, AX
+	LEAQ (SI)(BX*2), SI
+	ADDQ BX, SI
+	DECQ n+8(FP)
+	JNZ pass4
+
+done4:
+	VZEROUPPER
+	RET
