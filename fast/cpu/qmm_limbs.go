@@ -54,34 +54,58 @@ func (r *limbRecords) ensure(t, in int) {
 	r.rec = r.buf[off : off+need]
 }
 
+// recLimbLayout is the records' limb layout: 4 pairs per block, each followed by its pattern.
+func recLimbLayout() limbLayout { return limbLayout{4, recPairBytes, recBlockBytes} }
+
 // fill writes token row t's record from x: [in], using v (a Vec of width in with the limb copy) as
-// scratch, with the multiplier pattern for a kernel that reads n limbs.
+// scratch, with the multiplier pattern for a kernel that reads n limbs. The limbs go straight into
+// the record (Vec.limbsInto), then the patterns and group sums.
 func (r *limbRecords) fill(t int, x []float32, v *Vec, n int) {
-	v.prepareLimbs(x)
-	scale := qmmLimbScale(n)
 	rec := r.rec[t*r.stride : (t+1)*r.stride]
-	for b := range r.blocks {
+	v.limbsInto(bytesInt8(rec), recLimbLayout(), x)
+	if !recordTailsSIMD(rec, x, v.dl, r.blocks, qmmLimbScale(n)) {
+		recordTails(rec, x, v.dl, r.blocks, qmmLimbScale(n))
+	}
+}
+
+// fillPortable is fill in plain Go (the path of builds and CPUs without the vector kernels).
+func (r *limbRecords) fillPortable(rec []byte, x []float32, v *Vec, scale float32) {
+	limbsPortable(v.dl, bytesInt8(rec), recLimbLayout(), x, 4*r.blocks)
+	recordTails(rec, x, v.dl, r.blocks, scale)
+}
+
+// recordTails writes the fields of rec: [blocks·recBlockBytes] around the limbs: each pair's
+// multiplier pattern from dl: [8·blocks] (the groups' limb scales) times scale, and each block's 8
+// group sums of x, each accumulated in element order, 8 groups at a time (independent chains).
+func recordTails(rec []byte, x []float32, dl []float32, blocks int, scale float32) {
+	for b := range blocks {
 		blk := rec[b*recBlockBytes : (b+1)*recBlockBytes]
 		for p := range 4 {
-			pair := 4*b + p
-			dst := blk[p*recPairBytes : (p+1)*recPairBytes]
-			copy(dst, int8Bytes(v.l8[pair*limbBytes:(pair+1)*limbBytes]))
-			pat := float32View(dst[limbBytes:])
+			pat := (*[16]float32)(float32View(blk[p*recPairBytes+limbBytes : (p+1)*recPairBytes]))
+			lo, hi := dl[8*b+2*p]*scale, dl[8*b+2*p+1]*scale
 			for l := range 8 {
-				pat[l] = v.dl[2*pair] * scale
-				pat[8+l] = v.dl[2*pair+1] * scale
+				pat[l], pat[8+l] = lo, hi
 			}
 		}
-		sums := float32View(blk[recSumOff:])
-		for j := range 8 {
-			g := 8*b + j
-			var s float32
-			for _, e := range x[g*GroupSize : (g+1)*GroupSize] {
-				s += e
-			}
-			sums[j], sums[8+j] = s, 0
-		}
+		groupSums((*[16]float32)(float32View(blk[recSumOff:])), (*[8 * GroupSize]float32)(x[8*b*GroupSize:]))
 	}
+}
+
+// groupSums writes the 8 sums of xb's groups to sums[0:8] and zeros to sums[8:16]; each sum adds
+// its group's elements in order (the order fixes the float32 rounding), the 8 chains interleaved.
+func groupSums(sums *[16]float32, xb *[8 * GroupSize]float32) {
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for e := range GroupSize {
+		s0 += xb[e]
+		s1 += xb[GroupSize+e]
+		s2 += xb[2*GroupSize+e]
+		s3 += xb[3*GroupSize+e]
+		s4 += xb[4*GroupSize+e]
+		s5 += xb[5*GroupSize+e]
+		s6 += xb[6*GroupSize+e]
+		s7 += xb[7*GroupSize+e]
+	}
+	*sums = [16]float32{s0, s1, s2, s3, s4, s5, s6, s7}
 }
 
 // zero clears token rows [t0, t1) (the padding of the last tile).
