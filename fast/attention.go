@@ -30,12 +30,13 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	m, c := s.m, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	qw, kw := hq*hd, hkv*hd
-	q2 := make([]float32, t*2*qw)
-	kk := make([]float32, t*kw)
-	vv := make([]float32, t*kw)
+	defer s.pf.release(s.pf.mark())
+	q2 := s.pf.take(t * 2 * qw)
+	kk := s.pf.take(t * kw)
+	vv := s.pf.take(t * kw)
 	s.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
-	qh := make([]float32, t*qw)
-	gate := make([]float32, t*qw)
+	qh := s.pf.take(t * qw)
+	gate := s.pf.take(t * qw)
 	for i := 0; i < t; i++ {
 		pos := s.pos + i
 		for h := 0; h < hq; h++ {
@@ -48,7 +49,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 		}
 	}
 	s.kv[li].put(m.k, s.pos, kw, kk, vv)
-	ao := make([]float32, t*qw)
+	ao := s.pf.take(t * qw)
 	s.attendPrefill(li, qh, gate, t, ao)
 	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
 }

@@ -25,24 +25,25 @@ func (s *Session) deltanetDecode(li int, l *layer) {
 func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
 	m, d := s.m, &s.m.dims
 	vd := d.Hv * d.Dv
-	qkv := make([]float32, t*d.ConvDim())
-	z := make([]float32, t*vd)
-	bb := make([]float32, t*d.Hv)
-	aa := make([]float32, t*d.Hv)
+	defer s.pf.release(s.pf.mark())
+	qkv := s.pf.take(t * d.ConvDim())
+	z := s.pf.take(t * vd)
+	bb := s.pf.take(t * d.Hv)
+	aa := s.pf.take(t * d.Hv)
 	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
 	conv := s.conv[li]
 	m.run.Run(d.ConvDim(), func(lo, hi int) {
 		tmp := make([]float32, 2*d.K*(hi-lo))
 		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
 	})
-	g := make([]float32, t*d.Hv)
-	beta := make([]float32, t*d.Hv)
+	g := s.pf.take(t * d.Hv)
+	beta := s.pf.take(t * d.Hv)
 	for i := 0; i < t; i++ {
 		normQK(d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
 		gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
 	}
-	o := make([]float32, t*vd)
-	y := make([]float32, t*vd)
+	o := s.pf.take(t * vd)
+	y := s.pf.take(t * vd)
 	ssm := s.ssm[li]
 	m.run.Run(d.Hv, func(lo, hi int) {
 		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi)

@@ -65,8 +65,9 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 		fill[x]++
 	}
 	is := c.SharedIntermediate
-	sgv := make([]float32, t*is)
-	suv := make([]float32, t*is)
+	defer s.pf.release(s.pf.mark())
+	sgv := s.pf.take(t * is)
+	suv := s.pf.take(t * is)
 	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
 	s.m.ops.swiglu(sgv, suv)
 	s.muls(mulJob{l.sd, sgv, t, r, hs})
@@ -81,10 +82,10 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 		return rl, ids, wts
 	}
 	in := c.MoEIntermediate
-	xe := make([]float32, t*hs)
-	ge := make([]float32, t*in)
-	ue := make([]float32, t*in)
-	de := make([]float32, t*hs)
+	xe := s.pf.take(t * hs)
+	ge := s.pf.take(t * in)
+	ue := s.pf.take(t * in)
+	de := s.pf.take(t * hs)
 	for x := 0; x < e; x++ {
 		n := count[x+1] - count[x]
 		if n == 0 {

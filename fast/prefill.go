@@ -21,9 +21,10 @@ const logitRows = 8
 func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each func(int, []float32) error) ([]float32, error) {
 	m, c := s.m, s.m.cfg
 	t, hs := len(toks), c.HiddenSize
-	x := make([]float32, t*hs)
-	a := make([]float32, t*hs)
-	r := make([]float32, t*hs)
+	defer s.pf.release(s.pf.mark())
+	x := s.pf.take(t * hs)
+	a := s.pf.take(t * hs)
+	r := s.pf.take(t * hs)
 	for i, id := range toks {
 		if err := m.embedRow(id, x[i*hs:(i+1)*hs]); err != nil {
 			return nil, err
@@ -52,7 +53,6 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		addInto(x, r)
 	}
 	s.pos += t
-	s.moe = expertBufs{} // chunk-sized: an idle session does not keep them
 	normRows(x, m.final, a, t, hs, m.eps())
 	v := c.VocabSize
 	if each == nil {
@@ -60,7 +60,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		s.observeFinal(s.pos-t, a, t, s.dec.logits)
 		return s.dec.logits, nil
 	}
-	y := make([]float32, logitRows*v)
+	y := s.pf.take(logitRows * v)
 	for i0 := 0; i0 < t; i0 += logitRows {
 		n := min(logitRows, t-i0)
 		s.muls(mulJob{m.lmHead, a[i0*hs:], n, y, v})
