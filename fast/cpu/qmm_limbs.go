@@ -63,7 +63,7 @@ func recLimbLayout() limbLayout { return limbLayout{4, recPairBytes, recBlockByt
 func (r *limbRecords) fill(t int, x []float32, v *Vec, n int) {
 	rec := r.rec[t*r.stride : (t+1)*r.stride]
 	v.limbsInto(bytesInt8(rec), recLimbLayout(), x)
-	if !recordTailsSIMD(rec, x, v.dl, r.blocks, qmmLimbScale(n)) {
+	if !recordTailsSIMD(rec, x, v.dl, r.blocks, qmmLimbScale(n), v.lc) {
 		recordTails(rec, x, v.dl, r.blocks, qmmLimbScale(n))
 	}
 }

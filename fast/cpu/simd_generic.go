@@ -15,4 +15,4 @@ func clearUpper() {}
 func limbsSIMD(*Vec, []int8, limbLayout, []float32) bool { return false }
 
 // recordTailsSIMD is unavailable: limbRecords.fill runs recordTails.
-func recordTailsSIMD([]byte, []float32, []float32, int, float32) bool { return false }
+func recordTailsSIMD([]byte, []float32, []float32, int, float32, *limbConsts) bool { return false }

@@ -98,14 +98,19 @@ func limbs(L int32) (a, b, c int8) {
 }
 
 // limbConsts are the vector limb preparation's constants (limbsSIMD), held by a Vec that has limbs
-// (newLimbConsts), loaded from memory as archsimd has no vector constants.
+// (newLimbConsts), loaded from memory as archsimd has no vector constants; recordTailsSIMD reads
+// them too.
 type limbConsts struct {
 	abs       [16]uint32 // the float32 sign bit cleared
 	even, odd [16]uint32 // VPERMI2PS indices of the even and odd elements of two vectors
 	s24, s8   [16]int32  // shift counts
 	// red[k]: maxPair's indices at reduction level k, w = 8>>k partials per group: lo[i] =
 	// (i/w)·2w + i%w, the first half of each group's partials in a‖b; hi = lo + w, the second.
-	red     [4][2][16]uint32
+	red [4][2][16]uint32
+	// pat[p]: the indices of pair p's multiplier pattern in its block's 8 group scales: lanes
+	// 0–7 the pair's first group, 8–15 its second (recordTailsSIMD).
+	pat     [4][16]uint32
+	deal    [16]uint32 // the even lanes, then the odd ones (groupSums8)
 	c127    [8]float64
 	c65536  [8]float64
 	one     [8]uint32
@@ -123,6 +128,10 @@ func newLimbConsts() *limbConsts {
 			c.red[k][0][i] = uint32(i/w*2*w + i%w)
 			c.red[k][1][i] = c.red[k][0][i] + uint32(w)
 		}
+		for p := range 4 {
+			c.pat[p][i] = uint32(2*p + i/8)
+		}
+		c.deal[i] = uint32(2*(i%8) + i/8)
 	}
 	for i := range 8 {
 		c.c127[i], c.c65536[i], c.one[i], c.dlScale[i] = 127, limbScale, 1, 1.0/limbScale
