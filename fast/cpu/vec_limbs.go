@@ -103,7 +103,8 @@ func limbs(L int32) (a, b, c int8) {
 type limbConsts struct {
 	abs       [16]uint32 // the float32 sign bit cleared
 	even, odd [16]uint32 // VPERMI2PS indices of the even and odd elements of two vectors
-	s24, s8   [16]int32  // shift counts
+	bias      [16]int32  // 0x808080: limbWords' digit offset
+	ab, c     [64]uint8  // limbs32's byte indices: the a then the b digits of 32 words, the c digits
 	// red[k]: maxPair's indices at reduction level k, w = 8>>k partials per group: lo[i] =
 	// (i/w)·2w + i%w, the first half of each group's partials in a‖b; hi = lo + w, the second.
 	red [4][2][16]uint32
@@ -122,7 +123,7 @@ func newLimbConsts() *limbConsts {
 	for i := range 16 {
 		c.abs[i] = 0x7FFFFFFF
 		c.even[i], c.odd[i] = uint32(2*i), uint32(2*i+1)
-		c.s24[i], c.s8[i] = 24, 8
+		c.bias[i] = 0x808080
 		for k := range 4 {
 			w := 8 >> k
 			c.red[k][0][i] = uint32(i/w*2*w + i%w)
@@ -132,6 +133,9 @@ func newLimbConsts() *limbConsts {
 			c.pat[p][i] = uint32(2*p + i/8)
 		}
 		c.deal[i] = uint32(2*(i%8) + i/8)
+	}
+	for i := range 32 { // word i of w0‖w1 starts at byte 4i
+		c.ab[i], c.ab[32+i], c.c[i] = uint8(4*i+2), uint8(4*i+1), uint8(4*i)
 	}
 	for i := range 8 {
 		c.c127[i], c.c65536[i], c.one[i], c.dlScale[i] = 127, limbScale, 1, 1.0/limbScale

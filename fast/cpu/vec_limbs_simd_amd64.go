@@ -8,16 +8,16 @@ import (
 )
 
 // limbsSIMD is Vec.limbsInto in 512-bit vectors (limbs into dst in layout lay, scales into v.dl),
-// where the CPU has AVX-512 (it reports false, having done nothing, elsewhere). Three passes: the
+// where the CPU has AVX-512 with VBMI (it reports false, having done nothing, elsewhere). Three passes: the
 // vector |x| maximum per group (16 lanes, into v.lanes); per 16 groups, the 16 maxima reduced to one
 // vector (lane g: group g, maxScales) and each group's d and 65536/d computed as limbScaleOf does;
 // then per group the even and odd elements are gathered (VPERMI2PS), widened to float64, scaled,
-// rounded to nearest-even and truncated to int32 (exact: already integral), split into the three
-// signed bytes by shifts, and narrowed into place (VPMOVDB). The result is bit for bit the portable
+// rounded to nearest-even and truncated to int32 (exact: already integral), offset so that the
+// three signed digits are its bytes (limbWords), and the bytes gathered into place (limbs32). The result is bit for bit the portable
 // one's for inputs without NaNs: the same maxima (a maximum of non-negative values does not depend
 // on the order), the same float64 and float32 roundings.
 func limbsSIMD(v *Vec, dst []int8, lay limbLayout, x []float32) bool {
-	if !archsimd.X86.AVX512() {
+	if !archsimd.X86.AVX512() || !archsimd.X86.AVX512VBMI() {
 		return false
 	}
 	pairs := len(v.sum) / 2
@@ -43,7 +43,8 @@ func limbsSIMD(v *Vec, dst []int8, lay limbLayout, x []float32) bool {
 		maxScales(v, g0, min(16, groups-g0), c)
 	}
 	even, odd := archsimd.LoadUint32x16(&c.even), archsimd.LoadUint32x16(&c.odd)
-	s24, s8 := archsimd.LoadInt32x16(&c.s24), archsimd.LoadInt32x16(&c.s8)
+	bias := archsimd.LoadInt32x16(&c.bias)
+	ab, cOnly := archsimd.LoadUint8x64(&c.ab), archsimd.LoadUint8x64(&c.c)
 	for g := range groups {
 		p := unsafe.Add(xp, 4*GroupSize*g)
 		iv := [2]float64{v.inv[g]} // not a load at &inv[g]: its second lane is past the end for the last group
@@ -53,28 +54,31 @@ func limbsSIMD(v *Vec, dst []int8, lay limbLayout, x []float32) bool {
 		// out: the group's 32 bytes in the a_even block; b and c 128 and 256 bytes on, the odd
 		// elements 64 bytes on.
 		out := unsafe.Pointer(&dst[lay.at(g/2)+32*(g%2)])
-		limbs16(out, x0.ConcatPermute(x1, even), inv, s24, s8)
-		limbs16(unsafe.Add(out, 16), x2.ConcatPermute(x3, even), inv, s24, s8)
-		limbs16(unsafe.Add(out, 64), x0.ConcatPermute(x1, odd), inv, s24, s8)
-		limbs16(unsafe.Add(out, 80), x2.ConcatPermute(x3, odd), inv, s24, s8)
+		limbs32(out, limbWords(x0.ConcatPermute(x1, even), inv, bias), limbWords(x2.ConcatPermute(x3, even), inv, bias), ab, cOnly)
+		limbs32(unsafe.Add(out, 64), limbWords(x0.ConcatPermute(x1, odd), inv, bias), limbWords(x2.ConcatPermute(x3, odd), inv, bias), ab, cOnly)
 	}
 	archsimd.ClearAVXUpperBits()
 	return true
 }
 
-// limbs16 writes the limbs a, b, c of the 16 values e·inv (rounded) to out, out+128 and out+256.
-func limbs16(out unsafe.Pointer, e archsimd.Float32x16, inv archsimd.Float64x8, s24, s8 archsimd.Int32x16) {
+// limbWords returns L = round(e·inv) for the 16 values e, as the bytes of its three balanced digits:
+// L + 0x808080 has the digits a+128, b+128, c+128 (each in [0, 255], as |a| ≤ 127) as its bytes 2,
+// 1, 0, and the XOR with 0x808080 (bias) turns each into the signed digit's two's complement.
+func limbWords(e archsimd.Float32x16, inv archsimd.Float64x8, bias archsimd.Int32x16) archsimd.Int32x16 {
 	lo := e.GetLo().ConvertToFloat64().Mul(inv).RoundToEvenScaled(0).ConvertToInt32()
 	hi := e.GetHi().ConvertToFloat64().Mul(inv).RoundToEvenScaled(0).ConvertToInt32()
 	var L archsimd.Int32x16
-	L = L.SetLo(lo).SetHi(hi)
-	c := L.ShiftLeft(s24).ShiftRight(s24) // the low byte, sign-extended
-	L = L.Sub(c).ShiftRight(s8)
-	b := L.ShiftLeft(s24).ShiftRight(s24)
-	a := L.Sub(b).ShiftRight(s8)
-	a.TruncateToInt8().Store((*[16]int8)(out))
-	b.TruncateToInt8().Store((*[16]int8)(unsafe.Add(out, 128)))
-	c.TruncateToInt8().Store((*[16]int8)(unsafe.Add(out, 256)))
+	return L.SetLo(lo).SetHi(hi).Add(bias).Xor(bias)
+}
+
+// limbs32 writes the digits of the 32 words of w0‖w1 (limbWords): a to out, b to out+128 and c
+// to out+256, 32 bytes each, in two byte permutes (VPERMI2B): ab gathers the a digits and the b
+// digits, c the c digits.
+func limbs32(out unsafe.Pointer, w0, w1 archsimd.Int32x16, ab, c archsimd.Uint8x64) {
+	x := w0.AsUint8x64().ConcatPermute(w1.AsUint8x64(), ab)
+	x.GetLo().Store((*[32]uint8)(out))
+	x.GetHi().Store((*[32]uint8)(unsafe.Add(out, 128)))
+	w0.AsUint8x64().ConcatPermute(w1.AsUint8x64(), c).GetLo().Store((*[32]uint8)(unsafe.Add(out, 256)))
 }
 
 // maxScales sets v.dl and v.inv of groups [g0, g0+n) (n ≤ 16) from their 16-lane maxima in

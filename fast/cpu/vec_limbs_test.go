@@ -83,7 +83,7 @@ func TestLimbsSplit(t *testing.T) {
 // have it, writes exactly the portable loop's bytes and scales.
 func TestLimbsSIMDMatchesPortable(t *testing.T) {
 	if v := NewVec(2 * GroupSize); !limbsSIMD(v, v.l8, vecLimbLayout(), make([]float32, 2*GroupSize)) {
-		t.Skip("no vector limb preparation in this build or CPU (needs GOEXPERIMENT=simd on amd64 with AVX-512)")
+		t.Skip("no vector limb preparation in this build or CPU (needs GOEXPERIMENT=simd on amd64 with AVX-512 VBMI)")
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		n := GroupSize * rapid.IntRange(1, 40).Draw(t, "groups")
