@@ -37,17 +37,19 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	s.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
 	qh := s.pf.take(t * qw)
 	gate := s.pf.take(t * qw)
-	for i := 0; i < t; i++ {
-		pos := s.pos + i
-		for h := 0; h < hq; h++ {
-			m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+	m.run.Run(t, func(lo, hi int) { // per token: independent rows
+		for i := lo; i < hi; i++ {
+			pos := s.pos + i
+			for h := 0; h < hq; h++ {
+				m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+			}
+			kr := kk[i*kw : (i+1)*kw]
+			for h := 0; h < hkv; h++ {
+				rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
+				rope(kr[h*hd:(h+1)*hd], pos, m.inv)
+			}
 		}
-		kr := kk[i*kw : (i+1)*kw]
-		for h := 0; h < hkv; h++ {
-			rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
-			rope(kr[h*hd:(h+1)*hd], pos, m.inv)
-		}
-	}
+	})
 	s.kv[li].put(m.k, s.pos, kw, kk, vv)
 	ao := s.pf.take(t * qw)
 	s.attendPrefill(li, qh, gate, t, ao)
