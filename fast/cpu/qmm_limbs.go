@@ -116,11 +116,6 @@ func (r *limbRecords) zero(t0, t1 int) {
 // addrOf returns the address of b's first byte (for alignment).
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
-// int8Bytes views int8s as bytes.
-func int8Bytes(x []int8) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
-}
-
 // bytesInt8 views bytes as int8s.
 func bytesInt8(b []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))

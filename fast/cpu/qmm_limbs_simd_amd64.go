@@ -10,8 +10,8 @@ import (
 // recordTailsSIMD is recordTails in 512-bit vectors where the CPU has AVX-512 (it reports false,
 // having done nothing, elsewhere): the group sums of two blocks (16 groups) at a time, in one
 // vector whose lane g accumulates group g in element order (groupSums16; a last lone block:
-// groupSums8), and each pair's
-// multiplier pattern as one permute of the block's scales. c: the Vec's constants.
+// groupSums8), and each pair's multiplier pattern as one permute of the block's scales. c: the
+// Vec's constants.
 func recordTailsSIMD(rec []byte, x []float32, dl []float32, blocks int, scale float32, c *limbConsts) bool {
 	if !archsimd.X86.AVX512() {
 		return false
@@ -45,10 +45,9 @@ func recordTailsSIMD(rec []byte, x []float32, dl []float32, blocks int, scale fl
 }
 
 // groupSums16 returns the sums of the 16 consecutive groups of 64 floats at xp: lane g, the sum of
-// group g's elements added in order. Per 16 elements, the 16 groups'
-// vectors are transposed in four levels of split (level k leaves 2^k groups per vector with 16/2^k
-// consecutive elements each; after level 4 vector e holds element e of every group), then added
-// to the sums in element order.
+// group g's elements added in order. Per 16 elements, the 16 groups' vectors are transposed in
+// four levels of split (level k leaves 2^k groups per vector with 16/2^k consecutive elements
+// each; after level 4 vector e holds element e of every group), then added in element order.
 func groupSums16(xp unsafe.Pointer, red *[4][2][16]uint32) archsimd.Float32x16 {
 	var acc archsimd.Float32x16
 	ld := func(g, e0 int) archsimd.Float32x16 { return f32x16(unsafe.Add(xp, 4*(g*GroupSize+e0))) }

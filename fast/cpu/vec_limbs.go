@@ -105,7 +105,7 @@ type limbConsts struct {
 	even, odd [16]uint32 // VPERMI2PS indices of the even and odd elements of two vectors
 	bias      [16]int32  // 0x808080: limbWords' digit offset
 	ab, c     [64]uint8  // limbs32's byte indices: the a then the b digits of 32 words, the c digits
-	// red[k]: maxPair's indices at reduction level k, w = 8>>k partials per group: lo[i] =
+	// red[k]: maxPair's and split's indices at level k, w = 8>>k partials per group: lo[i] =
 	// (i/w)·2w + i%w, the first half of each group's partials in a‖b; hi = lo + w, the second.
 	red [4][2][16]uint32
 	// pat[p]: the indices of pair p's multiplier pattern in its block's 8 group scales: lanes
