@@ -42,12 +42,9 @@ func (p *prefillBufs) mark() int { return p.n }
 // release gives back every buffer lent since mark returned m.
 func (p *prefillBufs) release(m int) { p.n = m }
 
-// drop frees every slot (nothing may be lent).
+// drop frees every slot (at the end of a Prefill call, when nothing is lent any more).
 func (p *prefillBufs) drop() {
-	if p.n != 0 {
-		panic("fast: prefill buffers dropped while lent")
-	}
-	p.slots = nil
+	p.slots, p.n = nil, 0
 }
 
 // bytes returns the memory the slots hold.
