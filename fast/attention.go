@@ -30,25 +30,28 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	m, c := s.m, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	qw, kw := hq*hd, hkv*hd
-	q2 := make([]float32, t*2*qw)
-	kk := make([]float32, t*kw)
-	vv := make([]float32, t*kw)
+	defer s.pf.release(s.pf.mark())
+	q2 := s.pf.take(t * 2 * qw)
+	kk := s.pf.take(t * kw)
+	vv := s.pf.take(t * kw)
 	s.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
-	qh := make([]float32, t*qw)
-	gate := make([]float32, t*qw)
-	for i := 0; i < t; i++ {
-		pos := s.pos + i
-		for h := 0; h < hq; h++ {
-			m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+	qh := s.pf.take(t * qw)
+	gate := s.pf.take(t * qw)
+	m.run.Run(t, func(lo, hi int) { // per token: independent rows
+		for i := lo; i < hi; i++ {
+			pos := s.pos + i
+			for h := 0; h < hq; h++ {
+				m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+			}
+			kr := kk[i*kw : (i+1)*kw]
+			for h := 0; h < hkv; h++ {
+				rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
+				rope(kr[h*hd:(h+1)*hd], pos, m.inv)
+			}
 		}
-		kr := kk[i*kw : (i+1)*kw]
-		for h := 0; h < hkv; h++ {
-			rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
-			rope(kr[h*hd:(h+1)*hd], pos, m.inv)
-		}
-	}
+	})
 	s.kv[li].put(m.k, s.pos, kw, kk, vv)
-	ao := make([]float32, t*qw)
+	ao := s.pf.take(t * qw)
 	s.attendPrefill(li, qh, gate, t, ao)
 	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
 }

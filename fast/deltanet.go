@@ -21,62 +21,31 @@ func (s *Session) deltanetDecode(li int, l *layer) {
 	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
 }
 
-// deltanetBufs are deltanetPrefill's buffers, kept on the session across the DeltaNet layers of a
-// prefill chunk (grown to the chunk's token count): allocated per layer, each fresh buffer (16 to
-// 32 MB at 1024 tokens) was first touched page by page, its page faults a visible part of the
-// conv, the chunked rule's output copy and the gated norm. The model's last DeltaNet layer drops
-// them, so that an idle session does not keep them.
-type deltanetBufs struct {
-	qkv          []float32 // [t, ConvDim]: the projection, then the conv output
-	z, o, y      []float32 // [t, Hv·Dv]: the gate projection, the delta rule's output, the norm's
-	bb, aa, g, b []float32 // [t, Hv]: the β and decay projections, the decays and β
-}
-
-// grow makes b hold t tokens' rows (contents unspecified: every user writes them in full).
-func (b *deltanetBufs) grow(t int, d *checkpoint.Dims) {
-	vd := d.Hv * d.Dv
-	if len(b.qkv) < t*d.ConvDim() {
-		b.qkv = make([]float32, t*d.ConvDim())
-	}
-	if len(b.z) < t*vd {
-		b.z, b.o, b.y = make([]float32, t*vd), make([]float32, t*vd), make([]float32, t*vd)
-	}
-	if len(b.bb) < t*d.Hv {
-		b.bb, b.aa, b.g, b.b = make([]float32, t*d.Hv), make([]float32, t*d.Hv), make([]float32, t*d.Hv), make([]float32, t*d.Hv)
-	}
-}
-
-// lastDeltaNet reports whether li is the model's last DeltaNet layer.
-func (m *Model) lastDeltaNet(li int) bool {
-	for j := li + 1; j < len(m.layers); j++ {
-		if m.layers[j].kind == checkpoint.LinearAttention {
-			return false
-		}
-	}
-	return true
-}
-
 // deltanetPrefill: r = DeltaNet(a) for t tokens. a, r: [t, H].
 func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []float32) {
 	m, d := s.m, &s.m.dims
 	vd := d.Hv * d.Dv
-	s.dn.grow(t, d)
-	b := &s.dn
-	qkv, z, bb, aa := b.qkv[:t*d.ConvDim()], b.z[:t*vd], b.bb[:t*d.Hv], b.aa[:t*d.Hv]
+	defer s.pf.release(s.pf.mark())
+	qkv := s.pf.take(t * d.ConvDim())
+	z := s.pf.take(t * vd)
+	bb := s.pf.take(t * d.Hv)
+	aa := s.pf.take(t * d.Hv)
 	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
 	conv := s.conv[li]
 	m.run.Run(d.ConvDim(), func(lo, hi int) {
 		tmp := make([]float32, 2*d.K*(hi-lo))
 		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
 	})
-	g, beta := b.g[:t*d.Hv], b.b[:t*d.Hv]
+	g := s.pf.take(t * d.Hv)
+	beta := s.pf.take(t * d.Hv)
 	m.run.Run(t, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			normQK(m.ops, d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
 			gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
 		}
 	})
-	o, y := b.o[:t*vd], b.y[:t*vd]
+	o := s.pf.take(t * vd)
+	y := s.pf.take(t * vd)
 	ssm := s.ssm[li]
 	m.run.Run(d.Hv, func(lo, hi int) {
 		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi)
@@ -88,9 +57,6 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 		}
 	})
 	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
-	if m.lastDeltaNet(li) {
-		s.dn = deltanetBufs{}
-	}
 }
 
 // deltanetDecodeTasks returns the DeltaNet decode's parallel loops (decodeTasks): the conv over

@@ -48,12 +48,14 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 	s.muls(mulJob{l.router, a, t, rl, e}, mulJob{l.seg, a, t, seg, 1})
 	ids = make([]int, t*k)
 	wts = make([]float32, t*k)
-	count := make([]int, e+1)
-	for i := 0; i < t; i++ {
-		route(rl[i*e:(i+1)*e], ids[i*k:(i+1)*k], wts[i*k:(i+1)*k])
-		for _, x := range ids[i*k : (i+1)*k] {
-			count[x+1]++
+	s.m.run.Run(t, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			route(rl[i*e:(i+1)*e], ids[i*k:(i+1)*k], wts[i*k:(i+1)*k])
 		}
+	})
+	count := make([]int, e+1)
+	for _, x := range ids {
+		count[x+1]++
 	}
 	for x := 1; x <= e; x++ {
 		count[x] += count[x-1]
@@ -65,26 +67,29 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 		fill[x]++
 	}
 	is := c.SharedIntermediate
-	sgv := make([]float32, t*is)
-	suv := make([]float32, t*is)
+	defer s.pf.release(s.pf.mark())
+	sgv := s.pf.take(t * is)
+	suv := s.pf.take(t * is)
 	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
 	s.m.ops.swiglu(sgv, suv)
 	s.muls(mulJob{l.sd, sgv, t, r, hs})
-	for i := 0; i < t; i++ {
-		g := sigmoid(seg[i])
-		for j := 0; j < hs; j++ {
-			r[i*hs+j] *= g
+	s.m.run.Run(t, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g := sigmoid(seg[i])
+			for j := 0; j < hs; j++ {
+				r[i*hs+j] *= g
+			}
 		}
-	}
+	})
 	if s.expertsBatched(l, t) {
 		s.moeExperts(l, a, t, wts, count, order, r)
 		return rl, ids, wts
 	}
 	in := c.MoEIntermediate
-	xe := make([]float32, t*hs)
-	ge := make([]float32, t*in)
-	ue := make([]float32, t*in)
-	de := make([]float32, t*hs)
+	xe := s.pf.take(t * hs)
+	ge := s.pf.take(t * in)
+	ue := s.pf.take(t * in)
+	de := s.pf.take(t * hs)
 	for x := 0; x < e; x++ {
 		n := count[x+1] - count[x]
 		if n == 0 {

@@ -60,8 +60,8 @@ func (e *expertTask) Do(w, lo, hi int) {
 
 // expertBufs are moeExperts' buffers: the down projections by slot position and each worker's
 // gathered rows and gate/up outputs. A prefill chunk of 1,024 tokens needs 64 MB of the former at
-// the real width; kept on the session for the chunk (prefillChunk drops them at its end), they are
-// allocated once per chunk rather than per layer.
+// the real width; kept on the session for the chunks of a Prefill call (which drops them at its
+// end, dropPrefillBufs), they are allocated once per call rather than per layer or chunk.
 type expertBufs struct {
 	yd         []float32
 	xe, ge, ue [][]float32

@@ -21,9 +21,10 @@ const logitRows = 8
 func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each func(int, []float32) error) ([]float32, error) {
 	m, c := s.m, s.m.cfg
 	t, hs := len(toks), c.HiddenSize
-	x := make([]float32, t*hs)
-	a := make([]float32, t*hs)
-	r := make([]float32, t*hs)
+	defer s.pf.release(s.pf.mark())
+	x := s.pf.take(t * hs)
+	a := s.pf.take(t * hs)
+	r := s.pf.take(t * hs)
 	for i, id := range toks {
 		if err := m.embedRow(id, x[i*hs:(i+1)*hs]); err != nil {
 			return nil, err
@@ -31,6 +32,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 	}
 	s.kvReserve(t)
 	s.observeEmbed(x, t)
+	eps := m.eps()
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -40,27 +42,33 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 			s.prefillLayerObserved(li, l, x, a, r, t)
 			continue
 		}
-		normRows(x, l.inNorm, a, t, hs, m.eps())
+		if li == 0 {
+			m.run.Run(t, func(lo, hi int) { normRows(x[lo*hs:hi*hs], l.inNorm, a[lo*hs:hi*hs], hi-lo, hs, eps) })
+		}
 		if l.kind == checkpoint.LinearAttention {
 			s.deltanetPrefill(li, l, a, t, r)
 		} else {
 			s.attnPrefill(li, l, a, t, r)
 		}
-		addInto(x, r)
-		normRows(x, l.postNorm, a, t, hs, m.eps())
+		s.addNorm(x, r, l.postNorm, a, t)
 		s.moePrefill(l, a, t, r)
-		addInto(x, r)
+		next := m.final // the next layer's input norm, or the final one
+		if li+1 < len(m.layers) {
+			next = m.layers[li+1].inNorm
+		}
+		s.addNorm(x, r, next, a, t)
+	}
+	if s.obs != nil {
+		normRows(x, m.final, a, t, hs, eps)
 	}
 	s.pos += t
-	s.moe = expertBufs{} // chunk-sized: an idle session does not keep them
-	normRows(x, m.final, a, t, hs, m.eps())
 	v := c.VocabSize
 	if each == nil {
 		s.vecsQ16(append(s.dec.jobs[:0], vecJob{m.lmHead, a[(t-1)*hs:], s.dec.logits}))
 		s.observeFinal(s.pos-t, a, t, s.dec.logits)
 		return s.dec.logits, nil
 	}
-	y := make([]float32, logitRows*v)
+	y := s.pf.take(logitRows * v)
 	for i0 := 0; i0 < t; i0 += logitRows {
 		n := min(logitRows, t-i0)
 		s.muls(mulJob{m.lmHead, a[i0*hs:], n, y, v})
@@ -72,6 +80,16 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 	}
 	copy(s.dec.logits, y[((t-1)%logitRows)*v:((t-1)%logitRows+1)*v])
 	return s.dec.logits, nil
+}
+
+// addNorm adds r to the residual stream x and writes x's rows RMS-normed by w to a (x, r, a:
+// [t, H]), in parallel over rows: the serial loops would leave the other workers idle.
+func (s *Session) addNorm(x, r, w, a []float32, t int) {
+	hs, eps := s.m.cfg.HiddenSize, s.m.eps()
+	s.m.run.Run(t, func(lo, hi int) {
+		addInto(x[lo*hs:hi*hs], r[lo*hs:hi*hs])
+		normRows(x[lo*hs:hi*hs], w, a[lo*hs:hi*hs], hi-lo, hs, eps)
+	})
 }
 
 func normRows(x, w, out []float32, t, hs int, eps float64) {

@@ -21,8 +21,8 @@ type Session struct {
 	kv   []*kvCache  // per layer (attention only)
 	dec  *decodeBufs
 	scr  []*deltanetScratch
-	moe  expertBufs   // moeExperts' buffers, kept across the layers of a prefill chunk
-	dn   deltanetBufs // deltanetPrefill's buffers, kept across the DeltaNet layers of a prefill chunk
+	moe  expertBufs  // moeExperts' buffers, kept across the layers and chunks of a Prefill call
+	pf   prefillBufs // the prefill plan's chunk-sized activations, kept as long
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
@@ -108,6 +108,8 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 			return engine.StepResult{}, fmt.Errorf("fast: token id %d outside the vocabulary [0, %d)", t, s.m.embed.out)
 		}
 	}
+	// The chunk-sized buffers serve every chunk of this call; an idle session holds none of them.
+	defer s.dropPrefillBufs()
 	var last []float32
 	for c0 := 0; c0 < len(toks); c0 += prefillChunk {
 		c1 := min(c0+prefillChunk, len(toks))
@@ -118,6 +120,22 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 		}
 	}
 	return engine.NewStepResult(last, o), nil
+}
+
+// dropPrefillBufs frees the buffers the prefill plan kept across the chunks of a Prefill call.
+func (s *Session) dropPrefillBufs() {
+	s.pf.drop()
+	s.moe = expertBufs{}
+}
+
+// prefillHeld returns the bytes of chunk-sized prefill buffers the session holds (none between
+// calls).
+func (s *Session) prefillHeld() int {
+	n := s.pf.bytes() + 4*cap(s.moe.yd)
+	for w := range s.moe.xe {
+		n += 4 * (cap(s.moe.xe[w]) + cap(s.moe.ge[w]) + cap(s.moe.ue[w]))
+	}
+	return n
 }
 
 // snapshot is a deep copy of a session's state.

@@ -1,6 +1,9 @@
 package cpu
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // The integer prefill GEMM (Kernels.QMatMat on AVX-512 VNNI) reads its token rows as "records":
 // every token row of X prepared once per call, in the order the assembly tile reads it. Per block
@@ -9,7 +12,7 @@ import "unsafe"
 // pair's multiplier pattern (16 float32: lanes 0–7 the first group's limb scale, 8–15 the
 // second's), and after the 4 pairs the block's 8 group sums of x as the limbs give it, padded with 8
 // zeros (the bias term Σ_g bias_g·Σ_{i∈g} x̂_i, read as one 16-lane vector whose upper half meets
-// zero biases; see limbSum).
+// zero biases; see recordSums).
 const (
 	recPairBytes  = limbBytes + 64 // one pair: limbs, then the multiplier pattern
 	recSumOff     = 4 * recPairBytes
@@ -55,53 +58,86 @@ func (r *limbRecords) ensure(t, in int) {
 	r.rec = r.buf[off : off+need]
 }
 
+// recLimbLayout is the records' limb layout: 4 pairs per block, each followed by its pattern.
+func recLimbLayout() limbLayout { return limbLayout{4, recPairBytes, recBlockBytes} }
+
 // fill writes token row t's record from x: [in], using v (a Vec of width in with the limb copy) as
-// scratch, with the multiplier pattern for a kernel that reads n limbs.
+// scratch, with the multiplier pattern and group sums for a kernel that reads n limbs. The limbs go
+// straight into the record (Vec.limbsInto), then the patterns and group sums.
 func (r *limbRecords) fill(t int, x []float32, v *Vec, n int) {
-	v.prepareLimbs(x)
-	scale := qmmLimbScale(n)
 	rec := r.rec[t*r.stride : (t+1)*r.stride]
+	v.limbsInto(bytesInt8(rec), recLimbLayout(), x)
+	if !recordPatternsSIMD(rec, v.dl, r.blocks, qmmLimbScale(n), v.lc) {
+		recordPatterns(rec, v.dl, r.blocks, qmmLimbScale(n))
+	}
+	r.sums(rec, v.dl, n)
+}
+
+// fillPortable is fill in plain Go (the path of builds and CPUs without the vector kernels).
+func (r *limbRecords) fillPortable(rec []byte, x []float32, v *Vec, n int) {
+	limbsPortable(v.dl, bytesInt8(rec), recLimbLayout(), x, 4*r.blocks)
+	recordPatterns(rec, v.dl, r.blocks, qmmLimbScale(n))
+	r.sums(rec, v.dl, n)
+}
+
+// sums writes every block's group sums of rec (recordSums).
+func (r *limbRecords) sums(rec []byte, dl []float32, n int) {
 	for b := range r.blocks {
 		blk := rec[b*recBlockBytes : (b+1)*recBlockBytes]
+		recordSums((*[16]float32)(float32View(blk[recSumOff:])), blk, dl[8*b:8*b+8], n, qmmLimbScale(n))
+	}
+}
+
+// recordPatterns writes each pair's multiplier pattern of rec: [blocks·recBlockBytes] from dl:
+// [8·blocks] (the groups' limb scales) times scale.
+func recordPatterns(rec []byte, dl []float32, blocks int, scale float32) {
+	for b := range blocks {
+		blk := rec[b*recBlockBytes : (b+1)*recBlockBytes]
 		for p := range 4 {
-			pair := 4*b + p
-			dst := blk[p*recPairBytes : (p+1)*recPairBytes]
-			copy(dst, int8Bytes(v.l8[pair*limbBytes:(pair+1)*limbBytes]))
-			pat := float32View(dst[limbBytes:])
+			pat := (*[16]float32)(float32View(blk[p*recPairBytes+limbBytes : (p+1)*recPairBytes]))
+			lo, hi := dl[8*b+2*p]*scale, dl[8*b+2*p+1]*scale
 			for l := range 8 {
-				pat[l] = v.dl[2*pair] * scale
-				pat[8+l] = v.dl[2*pair+1] * scale
+				pat[l], pat[8+l] = lo, hi
 			}
-		}
-		sums := float32View(blk[recSumOff:])
-		for j := range 8 {
-			sums[j], sums[8+j] = limbSum(v, 8*b+j, n), 0
 		}
 	}
 }
 
-// limbSum returns group g's sum of x as the kernel reads x: Σ x̂ over the group, x̂ its first n limbs
-// (the integer L_n = Σ_l 256^(n−1−l)·digit_l times the group's pattern value dl·qmmLimbScale(n)).
-// The bias term then multiplies the same x̂ as the scale term, so the GEMM computes Σ w·x̂ exactly
-// up to float rounding: with the exact Σx instead, the error is scale·Σ q·(x̂ − x), whose q ∈ [0, 15]
-// do not centre on zero as the weights w = scale·q + bias do (on the 512-wide conformance model
-// through the prefill plan, max |Δlogp| against ref 4.7e-2 with the exact sums, 1.4e-3 with these).
-// |L_n| ≤ 64·(127·256+127) < 2^24 over a group, so the float32 product is exact.
-func limbSum(v *Vec, g, n int) float32 {
-	p, h := g/2, g%2
-	blk := v.l8[p*limbBytes : (p+1)*limbBytes]
-	var tot int32
-	for l := range n {
-		var d int32
-		for _, e := range blk[128*l+32*h : 128*l+32*h+32] { // even elements
-			d += int32(e)
+// recordSums writes blk's 8 group sums of x as the kernel reads x (its first n limbs, already in
+// the record) to sums[0:8] and zeros to sums[8:16]: Σ x̂ over each group, the integer
+// Σ_l 256^(n−1−l)·Σ digit_l times the group's pattern value dl·scale. The bias term then
+// multiplies the same x̂ as the scale term, so the GEMM computes Σ w·x̂ up to float rounding: with
+// the exact Σx, its error was scale·Σ q·(x̂ − x), whose q ∈ [0, 15] do not centre on zero as the
+// weights w = scale·q + bias do (on the 512-wide conformance model through the prefill plan, max
+// |Δlogp| against ref 4.7e-2 with the exact sums, 1.4e-3 with these). The digits are summed eight
+// at a time as offset bytes in a uint64. With two limbs |Σ| ≤ 64·(127·256+127) < 2^24 and the
+// product is exact; with three it is rounded once.
+func recordSums(sums *[16]float32, blk []byte, dl []float32, n int, scale float32) {
+	for j := range 8 {
+		p, h := j/2, j%2
+		var tot int32
+		for l := range n {
+			d := 0
+			for _, off := range [2]int{p*recPairBytes + 128*l + 32*h, p*recPairBytes + 128*l + 64 + 32*h} {
+				d += offsetByteSum(blk[off : off+32])
+			}
+			tot = tot<<limbShift + int32(d-64*128)
 		}
-		for _, e := range blk[128*l+64+32*h : 128*l+64+32*h+32] { // odd elements
-			d += int32(e)
-		}
-		tot = tot<<limbShift + d
+		sums[j], sums[8+j] = float32(float64(tot)*float64(dl[j]*scale)), 0
 	}
-	return float32(tot) * (v.dl[g] * qmmLimbScale(n))
+}
+
+// offsetByteSum returns Σ (b[i] ^ 0x80) over 32 bytes (int8 digits as offset bytes, 128 + digit),
+// eight at a time: the bytes' 16-bit pair sums accumulate in 4 lanes (≤ 4·2·255, no carry between
+// lanes), which one multiply folds into the top lane.
+func offsetByteSum(b []byte) int {
+	const lo = 0x00FF00FF00FF00FF
+	var acc uint64
+	for i := 0; i < 32; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:]) ^ 0x8080808080808080
+		acc += w&lo + w>>8&lo
+	}
+	return int(acc * 0x0001000100010001 >> 48)
 }
 
 // zero clears token rows [t0, t1) (the padding of the last tile).
@@ -111,11 +147,6 @@ func (r *limbRecords) zero(t0, t1 int) {
 
 // addrOf returns the address of b's first byte (for alignment).
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
-// int8Bytes views int8s as bytes.
-func int8Bytes(x []int8) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
-}
 
 // bytesInt8 views bytes as int8s.
 func bytesInt8(b []byte) []int8 {

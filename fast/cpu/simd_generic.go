@@ -11,5 +11,8 @@ func simdImpl(simdLevel) impl { return portableImpl() }
 // clearUpper has nothing to clear without the archsimd kernels.
 func clearUpper() {}
 
-// limbsSIMD is unavailable: Vec.prepareLimbs runs its portable loop.
-func limbsSIMD(*Vec, []float32) bool { return false }
+// limbsSIMD is unavailable: Vec.limbsInto runs its portable loop.
+func limbsSIMD(*Vec, []int8, limbLayout, []float32) bool { return false }
+
+// recordPatternsSIMD is unavailable: limbRecords.fill runs recordPatterns.
+func recordPatternsSIMD([]byte, []float32, int, float32, *limbConsts) bool { return false }

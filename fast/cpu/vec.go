@@ -32,7 +32,8 @@ type Vec struct {
 	l8    []int8
 	dl    []float32
 	inv   []float64 // limbsSIMD's scratch: 65536/d per group
-	lanes []float32 // limbsSIMD's scratch: 16 lanes of max|x| per group
+	lanes []float32 // limbsSIMD's scratch: 16 lanes of max|x| per group, padded with zeros to a multiple of 16 groups
+	lc    *limbConsts
 	hasQ  bool
 }
 
@@ -51,7 +52,8 @@ func newVec(n int, limbs bool) *Vec {
 	}
 	if limbs {
 		v.l8, v.dl = make([]int8, g/2*limbBytes), make([]float32, g)
-		v.inv, v.lanes = make([]float64, g), make([]float32, 16*g)
+		v.lc = newLimbConsts()
+		v.inv, v.lanes = make([]float64, g), make([]float32, 16*((g+15)/16*16)) // whole rows of 16 groups
 	}
 	return v
 }

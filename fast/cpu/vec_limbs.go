@@ -12,6 +12,17 @@ const limbBytes = 6 * 64
 // integer L = 65536·a + 256·b + c.
 const limbScale = 65536
 
+// limbLayout is where a limb copy puts each pair of groups' limbBytes: pair p at byte
+// (p/blockPairs)·blockStride + (p%blockPairs)·pairStride. Vec.l8 holds the pairs back to back
+// (vecLimbLayout); the integer GEMM's records interleave them with other fields (recLimbLayout).
+type limbLayout struct{ blockPairs, pairStride, blockStride int }
+
+// at returns pair p's byte offset.
+func (l limbLayout) at(p int) int { return p/l.blockPairs*l.blockStride + p%l.blockPairs*l.pairStride }
+
+// vecLimbLayout is Vec.l8's layout.
+func vecLimbLayout() limbLayout { return limbLayout{1, limbBytes, limbBytes} }
+
 // prepareLimbs fills v.l8 and v.dl from x: [n]. Each paired group gets d = max|x|/127 and three int8
 // limbs per element: L = round(65536·x/d) ∈ [−127·65536, 127·65536] written as 65536·a + 256·b + c
 // with a, b, c ∈ [−128, 127], so that |x − (d/65536)·L| ≤ d/131072, about
@@ -19,15 +30,21 @@ const limbScale = 65536
 // d/65536 per group, the factor that turns the integer sums into Σ x·q. An odd last group has no
 // limbs (the VNNI kernel runs only rows of whole 8-group blocks).
 func (v *Vec) prepareLimbs(x []float32) {
-	if !limbsSIMD(v, x) {
-		v.limbsPortable(x)
+	v.limbsInto(v.l8, vecLimbLayout(), x)
+}
+
+// limbsInto is prepareLimbs writing the limbs to dst in layout lay (v.dl as always).
+func (v *Vec) limbsInto(dst []int8, lay limbLayout, x []float32) {
+	if !limbsSIMD(v, dst, lay, x) {
+		limbsPortable(v.dl, dst, lay, x, len(v.sum)/2)
 	}
 }
 
-// limbsPortable is prepareLimbs in plain Go.
-func (v *Vec) limbsPortable(x []float32) {
-	for p := range len(v.sum) / 2 {
-		blk := v.l8[p*limbBytes : (p+1)*limbBytes]
+// limbsPortable is prepareLimbs in plain Go, for pairs pairs of groups: limbs into dst in layout
+// lay, scales into dl.
+func limbsPortable(dl []float32, dst []int8, lay limbLayout, x []float32, pairs int) {
+	for p := range pairs {
+		blk := dst[lay.at(p) : lay.at(p)+limbBytes]
 		for h := range 2 {
 			g := 2*p + h
 			xs := x[g*GroupSize : (g+1)*GroupSize]
@@ -36,7 +53,7 @@ func (v *Vec) limbsPortable(x []float32) {
 				amax = max(amax, float32(math.Abs(float64(e))))
 			}
 			var inv float64
-			v.dl[g], inv = limbScaleOf(float64(amax))
+			dl[g], inv = limbScaleOf(float64(amax))
 			// The even elements go to the _even blocks (bytes 32h…32h+31 of a, b and c: offsets 0,
 			// 128, 256), the odd ones 64 bytes on.
 			out := blk[32*h : 32*h+352]
@@ -78,4 +95,48 @@ func limbs(L int32) (a, b, c int8) {
 	L = (L - int32(c)) >> 8
 	b = int8(L)
 	return int8((L - int32(b)) >> 8), b, c
+}
+
+// limbConsts are the vector limb preparation's constants (limbsSIMD), held by a Vec that has limbs
+// (newLimbConsts), loaded from memory as archsimd has no vector constants; recordPatternsSIMD reads
+// them too.
+type limbConsts struct {
+	abs       [16]uint32 // the float32 sign bit cleared
+	even, odd [16]uint32 // VPERMI2PS indices of the even and odd elements of two vectors
+	bias      [16]int32  // 0x808080: limbWords' digit offset
+	ab, c     [64]uint8  // limbs32's byte indices: the a then the b digits of 32 words, the c digits
+	// red[k]: maxPair's indices at level k, w = 8>>k partials per group: lo[i] =
+	// (i/w)·2w + i%w, the first half of each group's partials in a‖b; hi = lo + w, the second.
+	red [4][2][16]uint32
+	// pat[p]: the indices of pair p's multiplier pattern in its block's 8 group scales: lanes
+	// 0–7 the pair's first group, 8–15 its second (recordPatternsSIMD).
+	pat     [4][16]uint32
+	c127    [8]float64
+	c65536  [8]float64
+	one     [8]uint32
+	dlScale [8]float32 // 1/limbScale
+}
+
+func newLimbConsts() *limbConsts {
+	c := new(limbConsts)
+	for i := range 16 {
+		c.abs[i] = 0x7FFFFFFF
+		c.even[i], c.odd[i] = uint32(2*i), uint32(2*i+1)
+		c.bias[i] = 0x808080
+		for k := range 4 {
+			w := 8 >> k
+			c.red[k][0][i] = uint32(i/w*2*w + i%w)
+			c.red[k][1][i] = c.red[k][0][i] + uint32(w)
+		}
+		for p := range 4 {
+			c.pat[p][i] = uint32(2*p + i/8)
+		}
+	}
+	for i := range 32 { // word i of w0‖w1 starts at byte 4i
+		c.ab[i], c.ab[32+i], c.c[i] = uint8(4*i+2), uint8(4*i+1), uint8(4*i)
+	}
+	for i := range 8 {
+		c.c127[i], c.c65536[i], c.one[i], c.dlScale[i] = 127, limbScale, 1, 1.0/limbScale
+	}
+	return c
 }

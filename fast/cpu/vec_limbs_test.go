@@ -82,8 +82,8 @@ func TestLimbsSplit(t *testing.T) {
 // TestLimbsSIMDMatchesPortable checks that the vector limb preparation, where this build and CPU
 // have it, writes exactly the portable loop's bytes and scales.
 func TestLimbsSIMDMatchesPortable(t *testing.T) {
-	if !limbsSIMD(NewVec(2*GroupSize), make([]float32, 2*GroupSize)) {
-		t.Skip("no vector limb preparation in this build or CPU (needs GOEXPERIMENT=simd on amd64 with AVX-512)")
+	if v := NewVec(2 * GroupSize); !limbsSIMD(v, v.l8, vecLimbLayout(), make([]float32, 2*GroupSize)) {
+		t.Skip("no vector limb preparation in this build or CPU (needs GOEXPERIMENT=simd on amd64 with AVX-512 VBMI)")
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		n := GroupSize * rapid.IntRange(1, 40).Draw(t, "groups")
@@ -97,8 +97,8 @@ func TestLimbsSIMDMatchesPortable(t *testing.T) {
 		a, b := NewVec(n), NewVec(n)
 		a.Prepare(x)
 		b.Prepare(x)
-		limbsSIMD(a, x)
-		b.limbsPortable(x)
+		limbsSIMD(a, a.l8, vecLimbLayout(), x)
+		limbsPortable(b.dl, b.l8, vecLimbLayout(), x, len(b.sum)/2)
 		for i := range a.l8 {
 			if a.l8[i] != b.l8[i] {
 				t.Fatalf("n %d: limb byte %d: %d, portable %d", n, i, a.l8[i], b.l8[i])

@@ -1,0 +1,57 @@
+package fast
+
+import "math"
+
+// prefillBufs lends the prefill plan its chunk-sized float32 buffers (the [t, width] activations
+// of a layer step and of a chunk), reused across the layers and chunks of one Prefill call and
+// dropped at its end (Session.Prefill), so that an idle session holds none of them. Buffers are
+// lent as a stack: a step takes its buffers after mark and gives them back with release; the
+// i-th buffer on the stack reuses slot i, which grows to the largest request it has seen.
+// The contents of a lent buffer are whatever a previous step left: every user writes a buffer
+// whole before reading it (TestPrefillBuffersDirty holds the plan to that).
+type prefillBufs struct {
+	slots  [][]float32
+	n      int  // slots lent
+	poison bool // tests: each lent buffer is filled with NaN first
+}
+
+// take lends a buffer of n floats, contents undefined.
+func (p *prefillBufs) take(n int) []float32 {
+	if p.n == len(p.slots) {
+		p.slots = append(p.slots, nil)
+	}
+	b := p.slots[p.n]
+	if cap(b) < n {
+		b = make([]float32, n)
+		p.slots[p.n] = b
+	}
+	p.n++
+	b = b[:n]
+	if p.poison {
+		nan := float32(math.NaN())
+		for i := range b {
+			b[i] = nan
+		}
+	}
+	return b
+}
+
+// mark returns the stack's height, for release.
+func (p *prefillBufs) mark() int { return p.n }
+
+// release gives back every buffer lent since mark returned m.
+func (p *prefillBufs) release(m int) { p.n = m }
+
+// drop frees every slot (at the end of a Prefill call, when nothing is lent any more).
+func (p *prefillBufs) drop() {
+	p.slots, p.n = nil, 0
+}
+
+// bytes returns the memory the slots hold.
+func (p *prefillBufs) bytes() int {
+	n := 0
+	for _, b := range p.slots {
+		n += 4 * cap(b)
+	}
+	return n
+}

@@ -1,0 +1,78 @@
+package fast
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// tinySession opens fixture tiny-a and returns a new session and a prompt of n tokens.
+func tinySession(t *testing.T, n int) (*Session, []int32) {
+	t.Helper()
+	ck, err := checkpoint.Open("../fixtures/models/tiny-a/mlx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	m, err := Open(ck.Weights, Options{MaxContext: 4096, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	toks := make([]int32, n)
+	for i := range toks {
+		toks[i] = int32(i*7919) % int32(ck.Weights.Config.VocabSize)
+	}
+	s, _ := m.NewSession()
+	return s.(*Session), toks
+}
+
+// TestPrefillBuffersDirty holds the prefill plan to writing each lent buffer whole before reading
+// it: with every lent buffer filled with NaN first, two Prefill calls (the first of two chunks)
+// give bit for bit the logits of clean ones.
+func TestPrefillBuffersDirty(t *testing.T) {
+	var logits [2][]float32
+	for i, poison := range []bool{false, true} {
+		s, toks := tinySession(t, prefillChunk+40)
+		s.pf.poison = poison
+		ctx := context.Background()
+		if _, err := s.Prefill(ctx, toks[:prefillChunk+20], engine.StepOptions{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Prefill(ctx, toks[prefillChunk+20:], engine.StepOptions{Full: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[i] = append([]float32(nil), res.Logits...)
+	}
+	for j, v := range logits[1] {
+		if math.Float32bits(v) != math.Float32bits(logits[0][j]) {
+			t.Fatalf("logit %d: %g with dirty buffers, %g with clean ones", j, v, logits[0][j])
+		}
+	}
+}
+
+// TestIdleSessionHoldsNoChunkBuffers: the chunk-sized prefill buffers (the layer steps'
+// activations, the batched experts' outputs) are held during a Prefill call and none after it —
+// an idle session holds its state, KV cache and decode buffers only.
+func TestIdleSessionHoldsNoChunkBuffers(t *testing.T) {
+	s, toks := tinySession(t, 64)
+	during := 0
+	each := func(int, []float32) error {
+		during = max(during, s.prefillHeld())
+		return nil
+	}
+	if _, err := s.Prefill(context.Background(), toks, engine.StepOptions{}, each); err != nil {
+		t.Fatal(err)
+	}
+	hs := s.m.cfg.HiddenSize
+	if during < 3*4*len(toks)*hs {
+		t.Fatalf("during Prefill the session held %d bytes of prefill buffers, want at least the residual stream's 3×[%d, %d] floats", during, len(toks), hs)
+	}
+	if n := s.prefillHeld(); n != 0 {
+		t.Fatalf("an idle session holds %d bytes of prefill buffers, want 0", n)
+	}
+}
