@@ -120,8 +120,19 @@ func maxScales(v *Vec, g0, n int, c *limbConsts) {
 		inv := c65536.Div(d64).Merge(zero, d64.NotEqual(zero))
 		dl := d64.ConvertToFloat32().Mul(dlScale)
 		g, k := g0+8*h, min(8, n-8*h)
-		dl.StoreSlicePart(v.dl[g : g+k])
-		inv.StoreSlicePart(v.inv[g : g+k])
+		if k == 8 {
+			dl.Store((*[8]float32)(v.dl[g : g+8]))
+			inv.Store((*[8]float64)(v.inv[g : g+8]))
+			continue
+		}
+		// A part of a vector goes through a local array: StoreSlicePart converts the slice to a
+		// whole vector's array pointer, which checkptr (-race) rejects at the end of an allocation.
+		var d32 [8]float32
+		var i64 [8]float64
+		dl.Store(&d32)
+		inv.Store(&i64)
+		copy(v.dl[g:g+k], d32[:k])
+		copy(v.inv[g:g+k], i64[:k])
 	}
 }
 
