@@ -19,31 +19,10 @@ import (
 // 2 workers, and on 1 ("/w1": no pool to spin, so cpu-ns/op, the process's CPU time per step, is
 // the work alone, which a shared host's waits for a core do not inflate as they do ns/op).
 func BenchmarkDecodeKV(b *testing.B) {
-	c, err := synth.Preset(synth.PresetTiny)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim = 4, 16, 2, 256
-	c.MRopeSection = []int{11, 11, 10} // the real rotary split of 64 of 256 dims
-	p, err := synth.NewPlan(c, synth.LayoutMLX, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	if err := synth.Write(context.Background(), p, dir, synth.Options{Seed: 5}); err != nil {
-		b.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ck, _ := attnShapeCheckpoint(b)
 	defer ck.Close()
 	const ctx = 8192
-	for _, kv := range []struct {
-		name    string
-		f32     bool
-		workers int
-	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
+	for _, kv := range kvBenchCases() {
 		b.Run(kv.name, func(b *testing.B) {
 			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
 			if err != nil {
@@ -75,31 +54,10 @@ func BenchmarkDecodeKV(b *testing.B) {
 // is the process's CPU time per call (both workers, their spinning included), which a shared
 // host's waits for a core do not inflate as they do ns/op.
 func BenchmarkAttendKV(b *testing.B) {
-	c, err := synth.Preset(synth.PresetTiny)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim = 4, 16, 2, 256
-	c.MRopeSection = []int{11, 11, 10}
-	p, err := synth.NewPlan(c, synth.LayoutMLX, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	if err := synth.Write(context.Background(), p, dir, synth.Options{Seed: 5}); err != nil {
-		b.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ck, c := attnShapeCheckpoint(b)
 	defer ck.Close()
 	const ctx = 8192
-	for _, kv := range []struct {
-		name    string
-		f32     bool
-		workers int
-	}{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}} {
+	for _, kv := range kvBenchCases() {
 		b.Run(kv.name, func(b *testing.B) {
 			m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: kv.workers, KVCacheF32: kv.f32})
 			if err != nil {
@@ -153,4 +111,40 @@ func fillKV(s *Session, n int) {
 		}
 	}
 	s.pos = n
+}
+
+// attnShapeCheckpoint writes and opens a 4-layer synthetic checkpoint whose attention has the real
+// shape (16 query heads, 2 KV heads of 256, the real rotary split of 64 of 256 dims) and whose other
+// matrices are the tiny preset's: a decode step on it is mostly attention.
+func attnShapeCheckpoint(b *testing.B) (*checkpoint.Checkpoint, synth.Config) {
+	c, err := synth.Preset(synth.PresetTiny)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim = 4, 16, 2, 256
+	c.MRopeSection = []int{11, 11, 10}
+	p, err := synth.NewPlan(c, synth.LayoutMLX, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := synth.Write(context.Background(), p, dir, synth.Options{Seed: 5}); err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ck, c
+}
+
+// kvBenchCases are the KV-cache benchmarks' cases: each cache on the pool of 2 and on 1 worker.
+type kvBenchCase struct {
+	name    string
+	f32     bool
+	workers int
+}
+
+func kvBenchCases() []kvBenchCase {
+	return []kvBenchCase{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}}
 }
