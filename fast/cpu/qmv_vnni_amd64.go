@@ -43,13 +43,24 @@ func qmv4RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 //go:noescape
 func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)
 
-// vnniPrefetch returns how far ahead the four-row pass prefetches, in bytes, for rows of rb bytes:
-// the fewest whole passes (4·rb each) that reach 2 KiB, the one-row loop's distance (one pass, 4 or
-// 8 KiB, for the model's 2048- and 4096-wide rows; two, 2 KiB, for its 512-wide ones).
+// vnniPrefetchL2 is how far ahead the VNNI mat-vecs prefetch packed weights into L2 (PREFETCHT1), at
+// least: 8 KiB. Each row's line is also prefetched into L1 (PREFETCHT0) nearer, one four-row pass on
+// (or 2 KiB in the one-row loop), where the L2 copy makes the L1 fill short. The L1 prefetch alone
+// from DRAM held a Zen 4 core to 10 GB/s in BenchmarkQMatVec: each outstanding L1 fill holds one of
+// the core's few L1 miss buffers for a whole DRAM latency. With the far L2 prefetch the core reaches
+// its in-cache compute rate (about 25 GB/s) and two cores the streaming bandwidth.
+const vnniPrefetchL2 = 8192
+
+// vnniPrefetch returns the four-row pass's L2 prefetch distance in bytes for rows of rb bytes: the
+// fewest whole passes (4·rb each; the rows of a pass are interleaved, so a shorter linear distance
+// would land on rows the pass is reading) that reach vnniPrefetchL2, and at least two: one pass on is
+// the L1 prefetch's line (4096-wide rows: one pass is 8 KiB, and the L2 prefetch one pass on ran at
+// half the speed of two in BenchmarkQMatVec).
 func vnniPrefetch(rb int) int {
 	pass := 4 * rb
-	return pass * ((2048 + pass - 1) / pass)
+	return pass * max(2, (vnniPrefetchL2+pass-1)/pass)
 }
 
 //go:noescape
 func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
+

@@ -27,8 +27,8 @@ GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 // accumulators (Z6, Z10, Z11) that Horner's rule joins into Σ q·(65536·a + 256·b + c) per lane (at
 // most 8·15·128·65793 < 2^31), converted to float32 and multiplied by the pair's two multipliers
 // (VPERMPS: lanes 0–7 the first group, 8–15 the second) into the row's Z0. The row's end reduces
-// Z0 + Y14 to y[o]. Each pair also prefetches the packed line 2 KiB ahead (a matrix's rows are
-// contiguous).
+// Z0 + Y14 to y[o]. Each pair also prefetches the packed line 8 KiB ahead into L2 and 2 KiB ahead
+// into L1 (a matrix's rows are contiguous; see vnniPrefetchL2).
 TEXT ·qmv4RowsVNNIAsm(SB), NOSPLIT, $0-72
 	MOVQ y+0(FP), R9
 	MOVQ n+8(FP), R11
@@ -67,6 +67,7 @@ block:
 	VFMADD231PS (BX), Y13, Y14
 
 #define PAIR(W, X, IDX) \
+	PREFETCHT1 (8192+W)(AX) \
 	PREFETCHT0 (2048+W)(AX) \
 	VPANDD W(AX), Z9, Z4 \
 	VPSRLW $4, W(AX), Z5 \
@@ -129,12 +130,11 @@ done:
 // are loaded once, the high nibbles taken by one VGF2P8AFFINEQB (Z31: the bit matrix of a byte's
 // shift right by 4) and the low ones by one VPANDD; the limb sums run in one accumulator, Horner's
 // rule interleaved with the dot products (a's two VPDPBUSDs, a shift by 8, b's, a shift, c's: the
-// same exact integer without the two adds). Each row's packed line is prefetched pf bytes on (R11),
-// a whole number of passes: the rows of a pass are interleaved, so a linear distance shorter than a
-// pass would land on rows the pass is reading.
+// same exact integer without the two adds). Each row's packed line is prefetched into L2 pf bytes on
+// (R11), a whole number of passes (vnniPrefetch), and into L1 one pass on (R12).
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
-// times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them; dl
+// times that (R11 and R12 the same rows pf bytes and one pass on); the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them; dl
 // in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias terms,
 // Y8+r the block's multipliers; the two temporary sets (Z23–Z26, Z27–Z30) alternate between rows.
 TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
@@ -173,7 +173,7 @@ pass4:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ R12, CX
+	MOVQ blocks+40(FP), CX
 	MOVQ xl+48(FP), DI
 	MOVQ R14, R10
 
@@ -190,13 +190,15 @@ block4:
 	MOVQ SI, R9
 	MOVQ AX, R11
 	ADDQ pf+72(FP), R11
+	LEAQ (AX)(R15*4), R12
 	MULT(Y8, Y4)
 	MULT(Y9, Y5)
 	MULT(Y10, Y6)
 	MULT(Y11, Y7)
 
-#define ROWPAIR(WADDR, PFADDR, ACC, MUL, IDX, T0, T1, T2, T3) \
-	PREFETCHT0 PFADDR \
+#define ROWPAIR(WADDR, PFADDR, NEAR, ACC, MUL, IDX, T0, T1, T2, T3) \
+	PREFETCHT1 PFADDR \
+	PREFETCHT0 NEAR \
 	VMOVDQU64 WADDR, T0 \
 	VGF2P8AFFINEQB $0, Z31, T0, T1 \
 	VPANDD T0, Z18, T0 \
@@ -220,10 +222,10 @@ block4:
 	VMOVDQU64 (X+192)(DI), Z15 \
 	VMOVDQU64 (X+256)(DI), Z16 \
 	VMOVDQU64 (X+320)(DI), Z17 \
-	ROWPAIR(W(AX), W(R11), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
-	ROWPAIR(W(AX)(R15*1), W(R11)(R15*1), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
-	ROWPAIR(W(AX)(R15*2), W(R11)(R15*2), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
-	ROWPAIR(W(AX)(R13*1), W(R11)(R13*1), Z3, Z11, IDX, Z27, Z28, Z29, Z30)
+	ROWPAIR(W(AX), W(R11), W(R12), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R15*1), W(R11)(R15*1), W(R12)(R15*1), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
+	ROWPAIR(W(AX)(R15*2), W(R11)(R15*2), W(R12)(R15*2), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
+	ROWPAIR(W(AX)(R13*1), W(R11)(R13*1), W(R12)(R13*1), Z3, Z11, IDX, Z27, Z28, Z29, Z30)
 
 	PAIR4(0, 0, Z19)
 	PAIR4(64, 384, Z20)
