@@ -63,4 +63,3 @@ func vnniPrefetch(rb int) int {
 
 //go:noescape
 func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
-
