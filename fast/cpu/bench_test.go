@@ -73,7 +73,7 @@ func rooflineFrac(k *Kernels, pass func() int64) (gbs, frac float64) {
 		n := pass()
 		gbs = max(gbs, float64(n)/time.Since(start).Seconds()/1e9)
 		off := (r * win) % len(buf)
-		bw = max(bw, readBandwidth(k.pool, k.f.readSum, buf[off:off+win], 1))
+		bw = max(bw, readBandwidthBest(k.pool, k.f, buf[off:off+win], 1))
 	}
 	return gbs, gbs / bw
 }

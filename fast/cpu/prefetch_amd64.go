@@ -11,8 +11,30 @@ import "unsafe"
 //go:noescape
 func prefetch(p unsafe.Pointer, lines int)
 
+// prefetchL2 is prefetch into L2 (PREFETCHT1) rather than L1.
+//
+//go:noescape
+func prefetchL2(p unsafe.Pointer, lines int)
+
 // prefetchAhead is how far ahead of the row being computed the mat-vecs prefetch packed weights:
 // 2 KiB, the best distance in BenchmarkQMatVec from DRAM (shorter ones arrive late, longer ones
 // are evicted before use), into L1 (PREFETCHT0 does better than PREFETCHT1). The hardware
 // prefetchers alone leave the kernels stalled on DRAM for about as long as they compute.
 const prefetchAhead = 2048
+
+//go:noescape
+func readSumAsm(p unsafe.Pointer, lines int) uint64
+
+// readSum512 is readSumAsm over x: the wrapping sum of its words (whole lines in assembly, the
+// rest here).
+func readSum512(x []uint64) uint64 {
+	n := len(x) / 8 * 8
+	var s uint64
+	if n > 0 {
+		s = readSumAsm(unsafe.Pointer(&x[0]), n/8)
+	}
+	for _, w := range x[n:] {
+		s += w
+	}
+	return s
+}

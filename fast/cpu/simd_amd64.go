@@ -26,6 +26,7 @@ func simdImpl(level simdLevel) impl {
 	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
 	rows := qmmRowsSIMD
+	var readSumPF func([]uint64) uint64
 	vnni := false
 	var tile qmmTileFunc
 	var tileRows qmmTileRowsFunc
@@ -45,6 +46,7 @@ func simdImpl(level simdLevel) impl {
 		rows = qmmRowsSIMD512
 		q4, q16 = qmv4RowsSIMD512, qmvQ16RowsSIMD512
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
+		readSumPF = readSum512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
 			q4, vnni, tile, tileRows = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI
 		}
@@ -63,6 +65,7 @@ func simdImpl(level simdLevel) impl {
 		qmmTile:     tile,
 		qmmTileRows: tileRows,
 		readSum:     readSumSIMD,
+		readSumPF:   readSumPF,
 		siluMul:     siluMulSIMD,
 		dots:        dotsSIMD,
 		expShift:    expShiftSIMD,

@@ -66,6 +66,11 @@ func TestKernelsLeaveUpperStateClean(t *testing.T) {
 		{"Softmax", func() { k.Softmax(xs[:in]) }},
 		{"TopK", func() { k.TopK(idx, x) }},
 		{"MeasureReadBandwidthKernel", func() { _ = k.f.readSum(make([]uint64, 1024)) }},
+		{"MeasureReadBandwidthKernelPF", func() {
+			if k.f.readSumPF != nil {
+				_ = k.f.readSumPF(make([]uint64, 1024))
+			}
+		}},
 	}
 	for _, c := range cases {
 		c.run()
