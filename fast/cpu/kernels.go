@@ -32,7 +32,7 @@ type impl struct {
 	qmmTile            qmmTileFunc     // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
 	qmmTileRows        qmmTileRowsFunc // the same tile down pairs of rows, stored into Y (full tiles)
 	readSum            func(x []uint64) uint64
-	readSumPF          func(x []uint64) uint64 // a second streaming read, with software prefetch (nil: none)
+	readSumPF          func(x []uint64) uint64                 // a second streaming read, with software prefetch (nil: none)
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	dots               func(out, q, rows []float32, stride int)
 	expShift           func(x []float32, m float32, c *expConsts) float64
