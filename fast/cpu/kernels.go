@@ -128,7 +128,11 @@ func (k *Kernels) VNNI() bool { return k.f.vnni }
 
 // NewVec allocates a Vec for inputs of length n with what these kernels read: the VNNI limb copy
 // only where QMatVec runs on it (preparing it costs about a third of Vec.Prepare).
-func (k *Kernels) NewVec(n int) *Vec { return newVec(n, k.f.vnni) }
+func (k *Kernels) NewVec(n int) *Vec {
+	v := newVec(n, k.f.vnni)
+	v.floatQ4 = !k.f.vnni || n/GroupSize%8 != 0
+	return v
+}
 
 // Pool returns the pool the kernels run on.
 func (k *Kernels) Pool() *Pool { return k.pool }

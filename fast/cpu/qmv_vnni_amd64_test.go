@@ -33,6 +33,28 @@ func TestVNNISelected(t *testing.T) {
 	if !want {
 		return
 	}
+	// The VNNI kernels' own Vec leaves out the float32 kernels' orders where the limbs serve every
+	// 4-bit row (whole 8-group blocks), keeps them elsewhere, and gives NewVec's bits either way.
+	for _, in := range []int{8 * GroupSize, 12 * GroupSize} {
+		r := newRand(uint64(in))
+		m4, m8, x := randQMat(r, 4, 24, in), randQMat(r, 8, 24, in), randVec(r, in)
+		kv, full := New(p).NewVec(in), NewVec(in)
+		if kv.floatQ4 != (in/GroupSize%8 != 0) {
+			t.Fatalf("in %d: Kernels.NewVec floatQ4 = %v", in, kv.floatQ4)
+		}
+		kv.Prepare(x)
+		full.Prepare(x)
+		for _, m := range []*QMat{m4, m8} {
+			a, b := make([]float32, m.Out), make([]float32, m.Out)
+			New(p).QMatVec(a, m, kv)
+			New(p).QMatVec(b, m, full)
+			for o := range a {
+				if math.Float32bits(a[o]) != math.Float32bits(b[o]) {
+					t.Fatalf("in %d, %d-bit: y[%d] = %g on Kernels.NewVec's Vec, %g on NewVec's", in, m.Bits, o, a[o], b[o])
+				}
+			}
+		}
+	}
 	// A Vec without limbs handed to the VNNI kernel is refused, not read as zeros.
 	v := k512.NewVec(8 * GroupSize)
 	v.Prepare(make([]float32, 8*GroupSize))

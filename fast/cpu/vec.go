@@ -35,6 +35,10 @@ type Vec struct {
 	lanes []float32 // limbsSIMD's scratch: 16 lanes of max|x| per group, padded with zeros to a multiple of 16 groups
 	lc    *limbConsts
 	hasQ  bool
+	// floatQ4: Prepare fills p4 and p16. Only a Vec of the VNNI kernels (Kernels.NewVec) whose
+	// width is whole 8-group blocks goes without: those kernels read the limbs for every 4-bit
+	// row of that width, and the orders cost a third of Prepare on the decode path's serial side.
+	floatQ4 bool
 }
 
 // NewVec allocates a Vec for inputs of length n (a multiple of 64) that every kernel can read,
@@ -49,6 +53,7 @@ func newVec(n int, limbs bool) *Vec {
 		n: n, x: make([]float32, n), sum: make([]float32, g),
 		p4: make([]float32, n), p8: make([]float32, n), p16: make([]float32, n),
 		q: make([]int16, n), d: make([]float32, g), corr: make([]float32, g),
+		floatQ4: true,
 	}
 	if limbs {
 		v.l8, v.dl = make([]int8, g/2*limbBytes), make([]float32, g)
@@ -75,8 +80,16 @@ func (v *Vec) Prepare(x []float32) {
 			s += e
 		}
 		v.sum[g] = s
-		permute4(v.p4[g*GroupSize:(g+1)*GroupSize], xs)
+		if v.floatQ4 {
+			permute4(v.p4[g*GroupSize:(g+1)*GroupSize], xs)
+		}
 		permute8(v.p8[g*GroupSize:(g+1)*GroupSize], xs)
+	}
+	if v.l8 != nil {
+		v.prepareLimbs(x)
+	}
+	if !v.floatQ4 {
+		return
 	}
 	pairs := len(v.sum) / 2
 	for p := range pairs {
@@ -84,9 +97,6 @@ func (v *Vec) Prepare(x []float32) {
 	}
 	if len(v.sum)%2 != 0 {
 		copy(v.p16[pairs*2*GroupSize:], v.p4[pairs*2*GroupSize:])
-	}
-	if v.l8 != nil {
-		v.prepareLimbs(x)
 	}
 }
 
