@@ -86,6 +86,12 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	}
 	fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the bandwidth roofline (weights; %.1f%% of the whole traffic's); prefill at %d tokens: %.1f%% of the compute peak\n",
 		rep.Results[0].PromptTokens, 100*rep.DecodeRooflineFrac, 100*rep.DecodeTrafficFrac, near, 100*rep.PrefillComputeFrac)
+	for _, r := range rep.Results {
+		if r.DecodeReadGBs > 0 {
+			fmt.Fprintf(w, "decode at %d tokens: %.1f%% of the streaming read measured right before and after each decode (%.1f ± %.1f GB/s; weights)\n",
+				r.PromptTokens, 100*r.DecodeOfReadFrac, r.DecodeReadGBs, r.DecodeReadSD)
+		}
+	}
 	printLlamaBench(w, rep)
 	printKernels(w, rep.Kernels)
 }

@@ -37,6 +37,13 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 		return rep, err
 	}
 	opt := r.opt
+	if _, gpu := l.backend.(interface{ Device() device.Device }); !gpu {
+		// A CPU backend's decode against the read bandwidth measured around it (a GPU's roofline
+		// is its own copy bandwidth, measured below).
+		m := newReadMeter()
+		defer m.close()
+		opt.Bandwidth = m.measure
+	}
 	opt.Progress = func(n int) { fmt.Fprintf(r.progress, "lily bench: %s, %d-token prompt…\n", s.name, n) }
 	opt.WarmedUp = func(n int) {
 		fmt.Fprintf(r.progress, "lily bench: %s warmed up (one uncounted %d-token prompt and %d decoded tokens)\n", s.name, n, opt.DecodeTokens)

@@ -58,6 +58,17 @@ func MeasureReadBandwidth(p *Pool) float64 {
 	return readBandwidthBest(p, New(p).f, buf, 5)
 }
 
+// BandwidthBytes is the size of the buffer MeasureReadBandwidth streams (bandwidthBytes): a caller
+// that measures again and again (ReadBandwidth) allocates one of this size once.
+func BandwidthBytes() int { return bandwidthBytes() }
+
+// ReadBandwidth returns the streaming-read bandwidth in GB/s that p's workers reach on buf (which
+// the caller has filled: pages never written read as the one shared zero page), the best of passes
+// passes and of the read kernels (readBandwidthBest). buf should be at least BandwidthBytes long.
+func ReadBandwidth(p *Pool, buf []uint64, passes int) float64 {
+	return readBandwidthBest(p, New(p).f, buf, max(passes, 1))
+}
+
 // readBandwidthBest is readBandwidth with the better of f's streaming reads: the plain one, which
 // leaves the prefetching to the hardware, and where there is one the read that prefetches into L2
 // ahead as the VNNI mat-vecs do. Which is faster differs between CPUs; the roofline is the better.

@@ -46,10 +46,20 @@ type Result struct {
 	DecodeTrafficFrac    float64 `json:"decode_traffic_frac,omitempty"`
 	// On a GPU: the performance model's prediction for this length at the measured copy bandwidth,
 	// and the measured figures as fractions of it.
+	// DecodeReadGBs is the streaming-read bandwidth measured right before and right after each
+	// decode (Options.Bandwidth), the mean of the two over the repetitions, and DecodeReadSD its
+	// sample standard deviation over every measurement; DecodeOfReadFrac is the decode's weight
+	// traffic against it (Report.SetMachine). On a host whose bandwidth drifts as its neighbours
+	// come and go, this is the roofline of the moment the decode ran.
+	DecodeReadGBs      float64 `json:"decode_read_gbs,omitempty"`
+	DecodeReadSD       float64 `json:"decode_read_gbs_sd,omitempty"`
+	DecodeOfReadFrac   float64 `json:"decode_of_read_frac,omitempty"`
 	ModelDecodeTokS    float64 `json:"model_decode_tok_s,omitempty"`
 	ModelPrefillTokS   float64 `json:"model_prefill_tok_s,omitempty"`
 	DecodeOfModelFrac  float64 `json:"decode_of_model_frac,omitempty"`
 	PrefillOfModelFrac float64 `json:"prefill_of_model_frac,omitempty"`
+
+	reads []float64 // one repetition's bandwidth measurements (before, after), for merge
 }
 
 // Options says what to measure.
@@ -67,6 +77,9 @@ type Options struct {
 	WarmedUp func(promptTokens int)
 	// Progress, when set, is called before each length is measured.
 	Progress func(promptTokens int)
+	// Bandwidth, when set, measures the machine's streaming-read bandwidth in GB/s (0: unknown);
+	// it runs right before and right after every measured decode, outside the timed spans.
+	Bandwidth func() float64
 	// Resident, when set, reports the process's resident memory in bytes (ok false: unknown).
 	Resident func() (bytes int64, ok bool)
 }
@@ -92,7 +105,7 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x6c696c79))
 	if opt.WarmUp && len(fit) > 0 {
 		n := slices.Min(fit)
-		if _, err := one(ctx, b, n, opt.DecodeTokens, rng, nil); err != nil {
+		if _, err := one(ctx, b, n, opt.DecodeTokens, rng, nil, nil); err != nil {
 			return nil, fmt.Errorf("bench: warm-up with a %d-token prompt: %w", n, err)
 		}
 		if opt.WarmedUp != nil {
@@ -106,7 +119,7 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 		}
 		runs := make([]Result, reps)
 		for i := range runs {
-			r, err := one(ctx, b, n, opt.DecodeTokens, rng, opt.Resident)
+			r, err := one(ctx, b, n, opt.DecodeTokens, rng, opt.Resident, opt.Bandwidth)
 			if err != nil {
 				return out, fmt.Errorf("bench: %d-token prompt: %w", n, err)
 			}
@@ -132,6 +145,16 @@ func merge(runs []Result) Result {
 	r.PrefillTokS, r.PrefillSD = meanSD(pre)
 	r.DecodeTokS, r.DecodeSD = meanSD(dec)
 	r.PrefillSec, r.DecodeSec = ps/float64(len(runs)), ds/float64(len(runs))
+	var reads []float64
+	for _, x := range runs {
+		reads = append(reads, x.reads...)
+	}
+	r.reads = nil
+	if len(reads) == 2*len(runs) { // every repetition measured: else the figure is left out
+		r.DecodeReadGBs, r.DecodeReadSD = meanSD(reads)
+	} else {
+		r.DecodeReadGBs, r.DecodeReadSD = 0, 0
+	}
 	return r
 }
 
@@ -151,7 +174,7 @@ func meanSD(xs []float64) (mean, sd float64) {
 	return mean, math.Sqrt(ss / float64(len(xs)-1))
 }
 
-func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, resident func() (int64, bool)) (Result, error) {
+func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, resident func() (int64, bool), bandwidth func() float64) (Result, error) {
 	prompt := make([]int32, n)
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(b.VocabSize()))
@@ -168,6 +191,10 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 		return Result{}, err
 	}
 	prefill := time.Since(t0)
+	var reads []float64
+	if bandwidth != nil {
+		reads = append(reads, bandwidth())
+	}
 	t1 := time.Now()
 	for i := 0; i < decode; i++ {
 		if step, err = s.Decode(ctx, step.Greedy, engine.StepOptions{}); err != nil {
@@ -175,11 +202,18 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 		}
 	}
 	dec := time.Since(t1)
+	if bandwidth != nil {
+		reads = append(reads, bandwidth())
+	}
 	r := Result{
 		PromptTokens: n, DecodeTokens: decode, Repetitions: 1,
 		PrefillSec: prefill.Seconds(), DecodeSec: dec.Seconds(),
 		PrefillTokS: float64(n) / prefill.Seconds(), DecodeTokS: float64(decode) / dec.Seconds(),
 		PrefillTest: fmt.Sprintf("pp%d", n), DecodeTest: fmt.Sprintf("tg%d@d%d", decode, n),
+	}
+	if len(reads) == 2 && reads[0] > 0 && reads[1] > 0 {
+		r.reads = reads
+		r.DecodeReadGBs = (reads[0] + reads[1]) / 2
 	}
 	if resident != nil {
 		if rb, ok := resident(); ok {
@@ -193,17 +227,18 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 type Report struct {
 	Backend            string   `json:"backend"`
 	Results            []Result `json:"results"`
-	BytesPerToken      int64    `json:"bytes_per_token"`           // weight bytes one decode step reads
-	FlopsPerToken      float64  `json:"flops_per_token"`           // prefill FLOPs per prompt token (2 x active matmul params)
-	MemReadGBs         float64  `json:"mem_read_gbs"`              // measured streaming-read bandwidth
-	PeakGFLOPs         float64  `json:"peak_gflops"`               // measured kernel compute peak
-	DecodeRooflineFrac float64  `json:"decode_roofline_frac"`      // shortest prompt's decode vs bandwidth roofline
-	DecodeTrafficFrac  float64  `json:"decode_traffic_frac"`       // the same counting state and KV traffic (0 when unknown)
-	PrefillComputeFrac float64  `json:"prefill_compute_frac"`      // 1K prefill (or nearest) vs compute peak
-	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"` // GPU: measured blit-copy bandwidth
-	WeightsBytes       int64    `json:"weights_bytes,omitempty"`   // the mapped checkpoint tensors
-	WarmUp             bool     `json:"warmup"`                    // an uncounted run preceded the measurements
-	Repetitions        int      `json:"repetitions"`               // measurements per prompt length
+	BytesPerToken      int64    `json:"bytes_per_token"`               // weight bytes one decode step reads
+	FlopsPerToken      float64  `json:"flops_per_token"`               // prefill FLOPs per prompt token (2 x active matmul params)
+	MemReadGBs         float64  `json:"mem_read_gbs"`                  // measured streaming-read bandwidth
+	PeakGFLOPs         float64  `json:"peak_gflops"`                   // measured kernel compute peak
+	DecodeRooflineFrac float64  `json:"decode_roofline_frac"`          // shortest prompt's decode vs bandwidth roofline
+	DecodeTrafficFrac  float64  `json:"decode_traffic_frac"`           // the same counting state and KV traffic (0 when unknown)
+	PrefillComputeFrac float64  `json:"prefill_compute_frac"`          // 1K prefill (or nearest) vs compute peak
+	DecodeOfReadFrac   float64  `json:"decode_of_read_frac,omitempty"` // shortest prompt's decode vs the read measured around it
+	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"`     // GPU: measured blit-copy bandwidth
+	WeightsBytes       int64    `json:"weights_bytes,omitempty"`       // the mapped checkpoint tensors
+	WarmUp             bool     `json:"warmup"`                        // an uncounted run preceded the measurements
+	Repetitions        int      `json:"repetitions"`                   // measurements per prompt length
 	// Kernels are a GPU backend's decode step kernel by kernel: measured (one command buffer per
 	// dispatch) against the performance model.
 	Kernels []KernelRow `json:"kernels,omitempty"`
@@ -264,10 +299,13 @@ func (r *Report) SetTraffic(stateBytes, kvPerPosition int64) {
 // nearest 1K tokens against the compute peak (zero where a figure is missing).
 func (r *Report) SetMachine(memReadGBs, peakGFLOPs float64) {
 	r.MemReadGBs, r.PeakGFLOPs = memReadGBs, peakGFLOPs
-	r.DecodeRooflineFrac, r.PrefillComputeFrac, r.DecodeTrafficFrac = 0, 0, 0
+	r.DecodeRooflineFrac, r.PrefillComputeFrac, r.DecodeTrafficFrac, r.DecodeOfReadFrac = 0, 0, 0, 0
 	for i := range r.Results {
 		x := &r.Results[i]
-		x.DecodeTrafficFrac = 0
+		x.DecodeTrafficFrac, x.DecodeOfReadFrac = 0, 0
+		if x.DecodeReadGBs > 0 {
+			x.DecodeOfReadFrac = x.DecodeTokS * float64(r.BytesPerToken) / (x.DecodeReadGBs * 1e9)
+		}
 		if memReadGBs > 0 {
 			x.DecodeTrafficFrac = x.DecodeTokS * float64(x.TrafficBytesPerToken) / (memReadGBs * 1e9)
 		}
@@ -288,6 +326,7 @@ func (r *Report) SetMachine(memReadGBs, peakGFLOPs float64) {
 		r.DecodeRooflineFrac = shortest.DecodeTokS * float64(r.BytesPerToken) / (memReadGBs * 1e9)
 		r.DecodeTrafficFrac = shortest.DecodeTrafficFrac
 	}
+	r.DecodeOfReadFrac = shortest.DecodeOfReadFrac
 	if peakGFLOPs > 0 {
 		r.PrefillComputeFrac = near1K.PrefillTokS * r.FlopsPerToken / (peakGFLOPs * 1e9)
 	}

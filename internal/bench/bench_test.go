@@ -175,3 +175,38 @@ func TestMergeMeanSD(t *testing.T) {
 		t.Fatalf("sd of one value %g", sd)
 	}
 }
+
+// TestRunMeasuresBandwidthAroundDecodes checks that Options.Bandwidth runs right before and right
+// after every measured decode (not the warm-up's), that a length records the mean and spread of
+// its measurements, that the decode's fraction of that read is its weight traffic over it, and
+// that a length with a failed (zero) measurement records none.
+func TestRunMeasuresBandwidthAroundDecodes(t *testing.T) {
+	var calls int
+	reads := []float64{10, 20, 30, 40, 50, 60, 0, 80}
+	bw := func() float64 {
+		calls++
+		return reads[calls-1]
+	}
+	rs, err := Run(context.Background(), &fake{ctx: 1 << 20}, Options{PromptLengths: []int{8, 16}, DecodeTokens: 4,
+		Repetitions: 2, WarmUp: true, Bandwidth: bw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 8 {
+		t.Fatalf("Bandwidth called %d times for 2 lengths × 2 repetitions (and a warm-up), want 8", calls)
+	}
+	mean, sd := meanSD(reads[:4])
+	if rs[0].DecodeReadGBs != mean || rs[0].DecodeReadSD != sd {
+		t.Fatalf("length 8: read %v ± %v, want %v ± %v", rs[0].DecodeReadGBs, rs[0].DecodeReadSD, mean, sd)
+	}
+	if rs[1].DecodeReadGBs != 0 {
+		t.Fatalf("length 16 had a failed measurement but records %v GB/s", rs[1].DecodeReadGBs)
+	}
+	r := Summarize("fake", rs, 1e9, 1, 100, 100)
+	if want := rs[0].DecodeTokS / mean; math.Abs(r.DecodeOfReadFrac-want) > 1e-12*want {
+		t.Fatalf("DecodeOfReadFrac %v, want %v", r.DecodeOfReadFrac, want)
+	}
+	if r.Results[1].DecodeOfReadFrac != 0 {
+		t.Fatalf("length 16's fraction %v without a measurement", r.Results[1].DecodeOfReadFrac)
+	}
+}
