@@ -43,10 +43,11 @@
 // caller's float32 scratch and run the float32 tiles on it. The cache reads half the bytes (budget
 // f16KVTol against the unrounded rows).
 //
-// The SIMD mat-vecs prefetch the packed weights 2 KiB ahead of the row they compute (PREFETCHT0;
-// prefetch_amd64.s for the archsimd kernels, as neither archsimd nor the compiler expose a prefetch,
-// and inline in the VNNI loop). Without it the hardware prefetchers leave each core stalled on DRAM about as
-// long as it computes (see prefetchAhead).
+// The SIMD mat-vecs prefetch the packed weights ahead of the row they compute: the float32 ones 2 KiB
+// ahead into L1 (PREFETCHT0 through prefetch_amd64.s, as neither archsimd nor the compiler expose a
+// prefetch; see prefetchAhead), the VNNI loops inline, into L2 at least 8 KiB ahead and into L1 one
+// pass ahead (see vnniPrefetchL2: an L1 prefetch from DRAM held a Zen 4 core to 10 GB/s). Without
+// prefetch the hardware prefetchers leave each core stalled on DRAM about as long as it computes.
 //
 // Weights stay in their stored form: packed []byte (little-endian uint32 words, element k of a word in
 // bits [k*bits, (k+1)*bits), so in byte terms a 4-bit row is low nibble first), bf16 scales and biases
