@@ -148,3 +148,44 @@ type kvBenchCase struct {
 func kvBenchCases() []kvBenchCase {
 	return []kvBenchCase{{"f32", true, 2}, {"f16", false, 2}, {"f32/w1", true, 1}, {"f16/w1", false, 1}}
 }
+
+// BenchmarkAttendKVCold is BenchmarkAttendKV's fp16 attention over 8,192 positions of one layer,
+// on 2 workers, rotating through 5 sessions' caches (80 MB, beyond a 32 MB last-level cache), as a
+// decode step finds its cache: the rest of the step's weights stream through the caches between
+// one step's attention and the next. cpu-ns/op as in BenchmarkAttendKV.
+func BenchmarkAttendKVCold(b *testing.B) {
+	ck, c := attnShapeCheckpoint(b)
+	defer ck.Close()
+	const ctx = 8192
+	m, err := Open(ck.Weights, Options{MaxContext: 2 * ctx, Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	var ss []*Session
+	for range 5 {
+		es, err := m.NewSession()
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := es.(*Session)
+		fillKV(s, ctx)
+		ss = append(ss, s)
+	}
+	li := 0
+	for ss[0].kv[li] == nil {
+		li++
+	}
+	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+	r := rand.New(rand.NewPCG(3, 4))
+	q, out := make([]float32, hq*hd), make([]float32, hq*hd)
+	for i := range q {
+		q[i] = float32(r.NormFloat64()) / 16
+	}
+	cpu0 := processCPU(b)
+	for i := 0; b.Loop(); i++ {
+		s := ss[i%len(ss)]
+		s.attend(q, s.kv[li], ctx, hq, hkv, hd, out)
+	}
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
