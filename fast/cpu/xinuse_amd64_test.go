@@ -72,10 +72,22 @@ func TestKernelsLeaveUpperStateClean(t *testing.T) {
 			}
 		}},
 	}
+	// The Go runtime's asynchronous preemption restores every ZMM register and returns without
+	// VZEROUPPER, so a preemption that lands inside a case (plain Go code such as Softmax's most
+	// often: 1 run in 150 under load) dirties the state through no fault of the kernel. A kernel
+	// that leaves the state dirty does so every time: a case fails when all of its tries do.
+	const tries = 3
 	for _, c := range cases {
-		c.run()
-		if bits, _ := xinuse(); bits&upperState != 0 {
-			t.Errorf("%s returns with dirty upper vector state (XINUSE %#b)", c.name, bits)
+		var bits uint32
+		for range tries {
+			clearUpper()
+			c.run()
+			if bits, _ = xinuse(); bits&upperState == 0 {
+				break
+			}
+		}
+		if bits&upperState != 0 {
+			t.Errorf("%s returns with dirty upper vector state (XINUSE %#b), %d tries", c.name, bits, tries)
 		}
 	}
 }
