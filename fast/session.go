@@ -92,7 +92,7 @@ func (s *Session) Decode(ctx context.Context, tok int32, o engine.StepOptions) (
 	if err := s.decodeStep(ctx); err != nil {
 		return engine.StepResult{}, err
 	}
-	return engine.NewStepResult(s.dec.logits, o), nil
+	return engine.NewStepResultGreedy(s.dec.logits, int32(s.m.k.Argmax(s.dec.logits)), o), nil
 }
 
 // Prefill appends tokens in chunks and returns the result at the last position, with what o asks for.

@@ -41,6 +41,7 @@ type impl struct {
 	accumTile          func(o []float32, m, d int, p []float32, n int, v []float32, vs int)
 	deltaUpdate        func(s []float32, decay float32, k, q, delta, out []float32)
 	maxOf              func(x []float32) float32
+	argmax             func(x []float32) int
 	toF16              func(dst []uint16, src []float32)
 	fromF16            func(dst []float32, src []uint16)
 	expTiny            func(x []float32, c *expConsts)
@@ -64,7 +65,7 @@ func portableImpl() impl {
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
 		siluMul: siluMulPortable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
-		maxOf: maxOfPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
+		maxOf: maxOfPortable, argmax: argmaxPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,
 		unitLowerInverse: unitLowerInversePortable, accumTileLower: accumTileLowerPortable,
 		gatedScale: gatedScalePortable, mulAdd: mulAddPortable,

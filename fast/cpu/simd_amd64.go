@@ -74,6 +74,7 @@ func simdImpl(level simdLevel) impl {
 		accumTile:   accumTileSIMD,
 		deltaUpdate: deltaUpdateSIMD,
 		maxOf:       maxOfSIMD,
+		argmax:      argmaxSIMD,
 		toF16:       f32ToF16SIMD,
 		fromF16:     fromF16,
 		expTiny:     expTinySIMD,
