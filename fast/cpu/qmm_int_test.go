@@ -43,18 +43,22 @@ func limbError(n int) float64 {
 }
 
 // qmmIntBudget returns the budget of Y[tt, o] for the integer GEMM with n limbs:
-// Σ_g |scale_g|·dl_g·limbError(n)·Σ_{i∈g} q_i (the activations' rounding; the bias term uses the
-// exact Σx) plus the float32 tolerance qmmTol·mass.
+// Σ_g dl_g·limbError(n)·Σ_{i∈g} |scale_g·q_i + bias_g| (the activations' rounding, weighted by the
+// dequantized weights: the bias term multiplies the same x̂ as the scale term, recordSums, so the
+// product is Σ w·x̂) plus the float32 tolerance qmmTol·mass. Counting |scale|·q alone, as when the
+// bias term read the exact Σx, left out the bias's share: rapid found an output over that budget.
 func qmmIntBudget(m *QMat, x []float32, o, n int, mass float64) float64 {
 	var budget float64
 	for g := range m.Groups() {
-		var amax, qs float64
+		scale := float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g]))
+		bias := float64(safetensors.BF16ToFloat32(m.Biases[o*m.Groups()+g]))
+		var amax, ws float64
 		for i := g * GroupSize; i < (g+1)*GroupSize; i++ {
 			amax = math.Max(amax, math.Abs(float64(x[i])))
-			qs += oracleQ(m, o, i)
+			ws += math.Abs(scale*oracleQ(m, o, i) + bias)
 		}
 		dl, _ := limbScaleOf(amax)
-		budget += math.Abs(float64(safetensors.BF16ToFloat32(m.Scales[o*m.Groups()+g]))) * float64(dl) * limbError(n) * qs
+		budget += float64(dl) * limbError(n) * ws
 	}
 	return budget + qmmTol*mass
 }
