@@ -95,7 +95,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	// while the OS was still busy (compacting huge pages after the checkpoint was read, say) reads
 	// low, and a low bandwidth would flatter the roofline fraction.
 	debug.FreeOSMemory()
-	best := run.mach.best(measureMachine())
+	best := run.mach.best(measureMachine()).withReads(reps)
 	for i := range reps {
 		reps[i].SetMachine(best.memReadGBs, best.peakGFLOPs)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lily-engine/lily/fast/cpu"
+	"github.com/lily-engine/lily/internal/bench"
 )
 
 // machine is what the roofline fractions are measured against.
@@ -23,6 +24,19 @@ func measureMachine() machine {
 	bw := cpu.MeasureReadBandwidth(p)
 	debug.FreeOSMemory()
 	return machine{memReadGBs: bw, peakGFLOPs: cpu.MeasurePeakFLOPs(cpu.New(p), 300*time.Millisecond)}
+}
+
+// withReads returns m with its bandwidth raised to the highest read measured around a decode of
+// reps (bench.Result.DecodeReadGBs): on a host whose bandwidth drifts, the reads before and after
+// all the runs can both fall in a slow spell that the runs did not, and the best-of-run roofline
+// would then read lower than the decode it bounds.
+func (m machine) withReads(reps []bench.Report) machine {
+	for _, rep := range reps {
+		for _, r := range rep.Results {
+			m.memReadGBs = max(m.memReadGBs, r.DecodeReadGBs)
+		}
+	}
+	return m
 }
 
 // best returns the higher of each figure of m and o.
