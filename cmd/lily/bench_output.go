@@ -47,7 +47,7 @@ func printBench(w io.Writer, reps []bench.Report, gpuPeak float64) {
 func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
-	fmt.Fprintf(w, "machine: streaming read %.1f GB/s · kernel peak %.1f GFLOP/s (the best of the measurements before, during and after the runs)\n", rep.MemReadGBs, rep.PeakGFLOPs)
+	fmt.Fprintf(w, "machine: streaming read %.1f GB/s (the best read before, around and after the runs) · kernel peak %.1f GFLOP/s (the better of before and after)\n", rep.MemReadGBs, rep.PeakGFLOPs)
 	warm := "no warm-up (the first length pays first-touch costs)"
 	if rep.WarmUp {
 		warm = "after a warm-up (one uncounted run of the shortest length)"
