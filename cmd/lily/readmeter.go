@@ -29,9 +29,7 @@ func (m *readMeter) measure() float64 {
 	}
 	defer syscall.Munmap(b)
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n/8)
-	for i := range words {
-		words[i] = uint64(i) * 0x9e3779b97f4a7c15 // every page written: unwritten ones read as the zero page
-	}
+	cpu.FillBandwidthBuffer(words)
 	return cpu.ReadBandwidth(m.p, words, m.passes)
 }
 

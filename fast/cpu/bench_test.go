@@ -39,9 +39,7 @@ var benchArena = sync.OnceValue(func() (a struct {
 // bwBuffer is the buffer the paired bandwidth passes read (as MeasureReadBandwidth's).
 var bwBuffer = sync.OnceValue(func() []uint64 {
 	buf := make([]uint64, bandwidthBytes()/8)
-	for i := range buf {
-		buf[i] = uint64(i) * 0x9e3779b97f4a7c15
-	}
+	FillBandwidthBuffer(buf)
 	return buf
 })
 

@@ -52,10 +52,16 @@ func largestCache(dir string) int {
 // fills the buffer (≈0.2 s per 256 MiB) and is meant for the bench command, once per run.
 func MeasureReadBandwidth(p *Pool) float64 {
 	buf := make([]uint64, bandwidthBytes()/8)
-	for i := range buf {
-		buf[i] = uint64(i) * 0x9e3779b97f4a7c15 // touch every page so reads do not hit the zero page
-	}
+	FillBandwidthBuffer(buf)
 	return readBandwidthBest(p, New(p).f, buf, 5)
+}
+
+// FillBandwidthBuffer writes every word of a streaming-read buffer: pages never written read as
+// the one shared zero page, from cache, and would overstate the bandwidth.
+func FillBandwidthBuffer(buf []uint64) {
+	for i := range buf {
+		buf[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
 }
 
 // BandwidthBytes is the size of the buffer MeasureReadBandwidth streams (bandwidthBytes): a caller
@@ -63,7 +69,7 @@ func MeasureReadBandwidth(p *Pool) float64 {
 func BandwidthBytes() int { return bandwidthBytes() }
 
 // ReadBandwidth returns the streaming-read bandwidth in GB/s that p's workers reach on buf (which
-// the caller has filled: pages never written read as the one shared zero page), the best of passes
+// the caller has filled, FillBandwidthBuffer), the best of passes
 // passes and of the read kernels (readBandwidthBest). buf should be at least BandwidthBytes long.
 func ReadBandwidth(p *Pool, buf []uint64, passes int) float64 {
 	return readBandwidthBest(p, New(p).f, buf, max(passes, 1))

@@ -11,11 +11,6 @@ import "unsafe"
 //go:noescape
 func prefetch(p unsafe.Pointer, lines int)
 
-// prefetchL2 is prefetch into L2 (PREFETCHT1) rather than L1.
-//
-//go:noescape
-func prefetchL2(p unsafe.Pointer, lines int)
-
 // prefetchAhead is how far ahead of the row being computed the mat-vecs prefetch packed weights:
 // 2 KiB, the best distance in BenchmarkQMatVec from DRAM (shorter ones arrive late, longer ones
 // are evicted before use), into L1 (PREFETCHT0 does better than PREFETCHT1). The hardware

@@ -19,19 +19,6 @@ loop:
 	JNZ loop
 	RET
 
-// func prefetchL2(p unsafe.Pointer, lines int)
-// prefetch with PREFETCHT1: the lines into L2 (see vnniPrefetchL2 for why far prefetches go there).
-TEXT ·prefetchL2(SB), NOSPLIT, $0-16
-	VZEROUPPER
-	MOVQ p+0(FP), AX
-	MOVQ lines+8(FP), CX
-loopL2:
-	PREFETCHT1 (AX)
-	ADDQ $64, AX
-	DECQ CX
-	JNZ loopL2
-	RET
-
 // func readSumAsm(p unsafe.Pointer, lines int) uint64
 // The wrapping sum of lines ≥ 1 64-byte lines at p as 64-bit lanes folded to one word, each line
 // prefetched into L2 vnniPrefetchL2 (8 KiB) ahead first, as the VNNI mat-vecs do: the bandwidth

@@ -152,8 +152,6 @@ func merge(runs []Result) Result {
 	r.reads = nil
 	if len(reads) == 2*len(runs) { // every repetition measured: else the figure is left out
 		r.DecodeReadGBs, r.DecodeReadSD = meanSD(reads)
-	} else {
-		r.DecodeReadGBs, r.DecodeReadSD = 0, 0
 	}
 	return r
 }
@@ -212,8 +210,7 @@ func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, r
 		PrefillTest: fmt.Sprintf("pp%d", n), DecodeTest: fmt.Sprintf("tg%d@d%d", decode, n),
 	}
 	if len(reads) == 2 && reads[0] > 0 && reads[1] > 0 {
-		r.reads = reads
-		r.DecodeReadGBs = (reads[0] + reads[1]) / 2
+		r.reads = reads // merge turns them into DecodeReadGBs
 	}
 	if resident != nil {
 		if rb, ok := resident(); ok {
