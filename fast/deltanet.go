@@ -64,7 +64,7 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 func (s *Session) deltanetDecodeTasks() (conv, heads func(lo, hi int)) {
 	conv = func(lo, hi int) {
 		l := &s.m.layers[s.cur]
-		convStep(s.m.ops, &s.m.dims, l.conv, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
+		convStep(s.m.ops, &s.m.dims, l.convT, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
 	}
 	heads = func(lo, hi int) {
 		d, b, l := &s.m.dims, s.dec, &s.m.layers[s.cur]
@@ -90,24 +90,36 @@ func normQK(ops vecOps, d *checkpoint.Dims, u []float32, s float32) {
 	}
 }
 
-// convStep runs the causal depthwise conv for one token and applies SiLU, updating the state.
-// x: [C] pre-conv projection of the new token; state: [(K-1)*C] the previous K-1 rows, oldest
-// first; w: [C, K] with w[c*K+K-1] multiplying the current token; out: [C].
-func convStep(ops vecOps, d *checkpoint.Dims, w, state, x, out []float32, lo, hi int) {
+// convStep runs the causal depthwise conv for one token over channels [lo, hi) and applies SiLU,
+// updating the state: the taps in convSeq's order (oldest state row first, the new token last), so
+// a decoded token's conv is what a prefill of it computes. x: [C] pre-conv projection of the new
+// token; state: [(K-1)*C] the previous K-1 rows, oldest first; wt: [K, C] the kernel transposed
+// (convWeightsT), wt[(K-1)*C+c] multiplying the current token; out: [C].
+func convStep(ops vecOps, d *checkpoint.Dims, wt, state, x, out []float32, lo, hi int) {
 	k, c := d.K, d.ConvDim()
-	for ch := lo; ch < hi; ch++ {
-		wc := w[ch*k : ch*k+k]
-		acc := wc[k-1] * x[ch]
-		for j := 0; j < k-1; j++ {
-			acc += wc[j] * state[j*c+ch]
-		}
-		for j := 0; j < k-2; j++ {
-			state[j*c+ch] = state[(j+1)*c+ch]
-		}
-		state[(k-2)*c+ch] = x[ch]
-		out[ch] = acc
+	o := out[lo:hi]
+	clear(o)
+	for j := 0; j < k-1; j++ {
+		ops.mulAdd(o, wt[j*c+lo:j*c+hi], state[j*c+lo:j*c+hi])
 	}
-	ops.silu(out[lo:hi])
+	ops.mulAdd(o, wt[(k-1)*c+lo:(k-1)*c+hi], x[lo:hi])
+	for j := 0; j < k-2; j++ {
+		copy(state[j*c+lo:j*c+hi], state[(j+1)*c+lo:(j+1)*c+hi])
+	}
+	copy(state[(k-2)*c+lo:(k-2)*c+hi], x[lo:hi])
+	ops.silu(o)
+}
+
+// convWeightsT returns the conv kernel w: [C, K] transposed to [K, C], the layout convStep reads
+// a contiguous run of channels from.
+func convWeightsT(w []float32, c, k int) []float32 {
+	wt := make([]float32, len(w))
+	for ch := 0; ch < c; ch++ {
+		for j := 0; j < k; j++ {
+			wt[j*c+ch] = w[ch*k+j]
+		}
+	}
+	return wt
 }
 
 // convSeq runs the conv over T tokens of one channel range [lo, hi), token by token so that every

@@ -91,3 +91,49 @@ func maxAbsDiff(a, b []float32) float64 {
 	}
 	return m
 }
+
+// TestConvStepMatchesSeq: a decoded token's conv (convStep over two channel ranges, as the pool
+// splits it: at a multiple of 16 channels, where the SIMD loops' fused lanes line up with a whole
+// range's) is bit for bit what a one-token prefill computes (convSeq), state included, and within
+// float32 rounding of the plain per-channel sum over the checkpoint's [C, K] kernel.
+func TestConvStepMatchesSeq(t *testing.T) {
+	pool := cpu.NewPool(1)
+	defer pool.Close()
+	for _, ops := range []vecOps{{cpu.NewPortable(pool)}, {cpu.New(pool)}} {
+		d := &checkpoint.Dims{K: 4, Hk: 2, Hv: 3, Dk: 16, Dv: 16} // C = 2·2·16 + 3·16 = 112
+		c := d.ConvDim()
+		r := rand.New(rand.NewPCG(5, 6))
+		f := func(n int) []float32 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			return x
+		}
+		w, st, x := f(c*d.K), f((d.K-1)*c), f(c)
+		wt := convWeightsT(w, c, d.K)
+		stStep, out := append([]float32(nil), st...), make([]float32, c)
+		convStep(ops, d, wt, stStep, x, out, 0, 48)
+		convStep(ops, d, wt, stStep, x, out, 48, c)
+		stSeq, row, tmp := append([]float32(nil), st...), append([]float32(nil), x...), make([]float32, 2*d.K*c)
+		convSeq(ops, d, w, stSeq, row, 1, tmp, 0, c)
+		for ch := 0; ch < c; ch++ {
+			if out[ch] != row[ch] {
+				t.Fatalf("channel %d: convStep %v, convSeq %v", ch, out[ch], row[ch])
+			}
+			acc := float64(w[ch*d.K+d.K-1]) * float64(x[ch])
+			for j := 0; j < d.K-1; j++ {
+				acc += float64(w[ch*d.K+j]) * float64(st[j*c+ch])
+			}
+			want := acc / (1 + math.Exp(-acc))
+			if math.Abs(float64(out[ch])-want) > 1e-5*(1+math.Abs(want)) {
+				t.Fatalf("channel %d: %v, want %v", ch, out[ch], want)
+			}
+		}
+		for i := range stStep {
+			if stStep[i] != stSeq[i] {
+				t.Fatalf("state %d: convStep %v, convSeq %v", i, stStep[i], stSeq[i])
+			}
+		}
+	}
+}

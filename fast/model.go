@@ -44,8 +44,9 @@ type Model struct {
 type layer struct {
 	kind              checkpoint.LayerKind
 	inNorm, postNorm  []float32
-	qkv, z, b, a, out *mat // DeltaNet
-	conv              []float32
+	qkv, z, b, a, out *mat      // DeltaNet
+	conv              []float32 // [C, K] as the checkpoint has it (prefill's convSeq)
+	convT             []float32 // [K, C] (decode's convStep)
 	aLog, dtBias, gn  []float32
 	q, k, v, o        *mat // attention
 	qn, kn            []float32
@@ -138,6 +139,7 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 		if g := wl.DeltaNet; g != nil {
 			l.qkv, l.z, l.b, l.a, l.out = one(&g.QKV), one(&g.Z), one(&g.B), one(&g.A), one(&g.Out)
 			l.conv, l.aLog, l.dtBias, l.gn = g.Conv, g.ALog, g.DtBias, g.Norm
+			l.convT = convWeightsT(g.Conv, m.dims.ConvDim(), m.dims.K)
 		}
 		if a := wl.Attn; a != nil {
 			l.q, l.k, l.v, l.o = one(&a.Q), one(&a.K), one(&a.V), one(&a.O)
