@@ -13,7 +13,12 @@ type vecJob struct {
 
 // vecs runs gathered mat-vecs, y = W x, with float32 activations unless Options.Int16Activations
 // asked for int16 ones everywhere (see vecsQ16).
-func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
+func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16, false) }
+
+// vecsAgain is vecs for jobs whose input the previous gathered dispatch prepared and nothing has
+// written since (the routed experts' gate and up read the input the router read): that input is
+// not prepared a second time.
+func (s *Session) vecsAgain(jobs []vecJob) { s.vecsWith(jobs, s.m.int16, true) }
 
 // vecsQ16 runs gathered mat-vecs whose 4-bit matrices read int16 activations
 // (cpu.Kernels.QMatVecQ16): up to 1.5e-5 of each 64-group's largest input off, against float32
@@ -24,15 +29,30 @@ func (s *Session) vecs(jobs []vecJob) { s.vecsWith(jobs, s.m.int16) }
 // choice of one fixture mid-sequence, and the state carried the change on: top-1 95%, Δppl −1.5%.
 // Where the kernels have AVX-512 VNNI (cpu.Kernels.VNNI) the plain mat-vec is both faster and
 // exact to float32's rounding, and the lm_head takes it instead.
-func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, !s.m.k.VNNI()) }
+func (s *Session) vecsQ16(jobs []vecJob) { s.vecsWith(jobs, !s.m.k.VNNI(), false) }
+
+// preparedVec is the last input a gathered dispatch prepared, kept for vecsAgain.
+type preparedVec struct {
+	x   []float32
+	v   *cpu.Vec
+	i   int // v's index in Session.vecBufs[len(x)]
+	q16 bool
+}
+
+func (p *preparedVec) same(x []float32, q16 bool) bool {
+	return p.v != nil && p.q16 == q16 && len(p.x) == len(x) && &p.x[0] == &x[0]
+}
 
 // vecsWith runs gathered mat-vecs. On the fast/cpu kernels the quantized ones run as one pool
 // dispatch (cpu.Kernels.QMatVecs), each distinct input vector prepared once (group sums, SIMD
 // orders, the int16 copy when q16) for all the matrices that read it; bf16 ones run after, each
 // split across the pool; any other dense one on the plain loops.
-func (s *Session) vecsWith(jobs []vecJob, q16 bool) {
+// again: an input the previous dispatch prepared last is taken as it is (vecsAgain).
+func (s *Session) vecsWith(jobs []vecJob, q16, again bool) {
 	m := s.m
 	clear(s.vecUsed)
+	kept := s.kept
+	s.kept = preparedVec{}
 	mv := s.mv[:0]
 	var last []float32
 	var v *cpu.Vec
@@ -42,11 +62,19 @@ func (s *Session) vecsWith(jobs []vecJob, q16 bool) {
 			continue
 		}
 		if last == nil || &last[0] != &x[0] || len(last) != len(x) {
-			v = s.vec(len(x))
-			if q16 {
-				v.PrepareQ16(x)
+			if again && kept.same(x, q16) {
+				v = kept.v
+				s.vecUsed[len(x)] = max(s.vecUsed[len(x)], kept.i+1) // not handed out again
 			} else {
-				v.Prepare(x)
+				n := len(x)
+				i := s.vecUsed[n]
+				v = s.vec(n)
+				if q16 {
+					v.PrepareQ16(x)
+				} else {
+					v.Prepare(x)
+				}
+				s.kept = preparedVec{x: x, v: v, i: i, q16: q16}
 			}
 			last = x
 		}
@@ -147,7 +175,7 @@ func (s *Session) muls(jobs ...mulJob) {
 	}
 	flush()
 	if len(few) > 0 {
-		s.vecsWith(few, false)
+		s.vecsWith(few, false, false)
 	}
 }
 

@@ -17,7 +17,7 @@ func (s *Session) moeDecode(l *layer) {
 	for j, e := range b.ids {
 		jobs = append(jobs, vecJob{l.gate[e], b.a, b.eg[j]}, vecJob{l.up[e], b.a, b.eu[j]})
 	}
-	s.vecs(jobs)
+	s.vecsAgain(jobs) // b.a as the router's dispatch prepared it
 	jobs = jobs[:0]
 	for j, e := range b.ids {
 		s.m.ops.swiglu(b.eg[j][:l.gate[e].out], b.eu[j])

@@ -26,6 +26,7 @@ type Session struct {
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
+	kept    preparedVec        // the previous dispatch's last prepared input (vecsAgain)
 	mv      []cpu.MatVec       // the current gathered dispatch
 	cur     int                // the layer the decode tasks work on
 	tasks   decodeTasks
