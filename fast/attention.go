@@ -7,20 +7,19 @@ func (s *Session) attnDecode(li int, l *layer) {
 	m, b, c := s.m, s.dec, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	s.vecs(append(b.jobs[:0], vecJob{l.q, b.a, b.q2}, vecJob{l.k, b.a, b.kk}, vecJob{l.v, b.a, b.vv}))
+	cs := ropeTable(s.pos, m.inv, b.rope)
 	for h := 0; h < hq; h++ {
-		m.queryHead(l, b.q2[h*2*hd:(h+1)*2*hd], s.pos, b.qh[h*hd:(h+1)*hd], b.gate[h*hd:(h+1)*hd])
+		m.queryHead(l, b.q2[h*2*hd:(h+1)*2*hd], cs, b.qh[h*hd:(h+1)*hd], b.gate[h*hd:(h+1)*hd])
 	}
 	w := hkv * hd
 	for h := 0; h < hkv; h++ {
 		kh := b.kk[h*hd : (h+1)*hd]
 		rmsNorm(kh, l.kn, kh, m.eps())
-		rope(kh, s.pos, m.inv)
+		ropeAt(kh, cs)
 	}
 	s.kv[li].put(m.k, s.pos, w, b.kk, b.vv)
 	s.attend(b.qh, s.kv[li], s.pos+1, hq, hkv, hd, b.ao)
-	for i, g := range b.gate {
-		b.ao[i] *= sigmoid(g)
-	}
+	m.k.SigmoidMul(b.ao, b.gate)
 	s.vecs(append(b.jobs[:0], vecJob{l.o, b.ao, b.r}))
 }
 
@@ -38,15 +37,16 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 	qh := s.pf.take(t * qw)
 	gate := s.pf.take(t * qw)
 	m.run.Run(t, func(lo, hi int) { // per token: independent rows
+		tab := make([]float64, 2*len(m.inv))
 		for i := lo; i < hi; i++ {
-			pos := s.pos + i
+			cs := ropeTable(s.pos+i, m.inv, tab)
 			for h := 0; h < hq; h++ {
-				m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], pos, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+				m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], cs, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
 			}
 			kr := kk[i*kw : (i+1)*kw]
 			for h := 0; h < hkv; h++ {
 				rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
-				rope(kr[h*hd:(h+1)*hd], pos, m.inv)
+				ropeAt(kr[h*hd:(h+1)*hd], cs)
 			}
 		}
 	})
@@ -57,13 +57,13 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 }
 
 // queryHead writes one head's query q: [D] from its projection src: [2D] (query, then gate):
-// RMS-normed, rotated to position pos and scaled by D^-1/2 for the attention loops; gate: [D]
-// gets the gate half.
-func (m *Model) queryHead(l *layer, src []float32, pos int, q, gate []float32) {
+// RMS-normed, rotated by the position's table cs (ropeTable) and scaled by D^-1/2 for the
+// attention loops; gate: [D] gets the gate half.
+func (m *Model) queryHead(l *layer, src []float32, cs []float64, q, gate []float32) {
 	hd := len(q)
 	rmsNorm(src[:hd], l.qn, q, m.eps())
 	copy(gate, src[hd:2*hd])
-	rope(q, pos, m.inv)
+	ropeAt(q, cs)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for i := range q {
 		q[i] *= scale

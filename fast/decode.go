@@ -20,6 +20,7 @@ type decodeBufs struct {
 	amx             []float32 // attention: [Hq*splits] running max per (unit, head)
 	awide           []float32 // attention: [workers, attnSub, D] per-worker scratch of the fp16 tiles
 	asum            []float64 // attention: [Hq*splits] running sum
+	rope            []float64 // attention: [rot] the position's cos and sin (ropeTable)
 	rl              []float32 // router logits [E]
 	ids             []int     // [k]
 	wts             []float32 // [k]
@@ -41,7 +42,7 @@ func newDecodeBufs(m *Model) *decodeBufs {
 		qh: f(c.NumHeads * c.HeadDim), gate: f(c.NumHeads * c.HeadDim), ao: f(c.NumHeads * c.HeadDim),
 		rl: f(c.NumExperts), ids: make([]int, c.NumExpertsPerTok), wts: f(c.NumExpertsPerTok),
 		sgate: f(1), logits: f(c.VocabSize), jobs: make([]vecJob, 0, 2*(c.NumExpertsPerTok+1)),
-		awide: f(m.run.Workers() * attnSub * c.HeadDim),
+		awide: f(m.run.Workers() * attnSub * c.HeadDim), rope: make([]float64, 2*len(m.inv)),
 	}
 	inter := max(c.MoEIntermediate, c.SharedIntermediate)
 	for i := 0; i <= c.NumExpertsPerTok; i++ {

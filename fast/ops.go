@@ -24,12 +24,22 @@ func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {
 	ops.k.GatedRMSNorm(y, o, z, w, float32(eps))
 }
 
-// rope rotates the first len(inv)*2 dims of x (rotate-half pairing) for position pos.
-// x: [D]; inv: [rot/2] inverse frequencies.
-func rope(x []float32, pos int, inv []float64) {
-	half := len(inv)
+// ropeTable writes cos and sin of pos·inv[i] to cs[2i] and cs[2i+1] (cs: at least 2·len(inv)) and
+// returns them: one position's rotation, computed once for all the heads it turns.
+func ropeTable(pos int, inv, cs []float64) []float64 {
+	cs = cs[:2*len(inv)]
 	for i, f := range inv {
-		s, c := math.Sincos(float64(pos) * f)
+		cs[2*i+1], cs[2*i] = math.Sincos(float64(pos) * f)
+	}
+	return cs
+}
+
+// ropeAt rotates the first len(cs) dims of x (rotate-half pairing: dim i with i+len(cs)/2) by the
+// table cs (ropeTable). x: [D].
+func ropeAt(x []float32, cs []float64) {
+	half := len(cs) / 2
+	for i := 0; i < half; i++ {
+		c, s := cs[2*i], cs[2*i+1]
 		x1, x2 := float64(x[i]), float64(x[i+half])
 		x[i] = float32(x1*c - x2*s)
 		x[i+half] = float32(x2*c + x1*s)

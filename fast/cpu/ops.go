@@ -40,6 +40,17 @@ func (k *Kernels) SiLUMul(out, gate, up []float32) {
 // gate, the SwiGLU of every expert), so the float32 exp is a visible part of the step.
 func (k *Kernels) SiLU(out, x []float32) { k.f.siluMul(out[:len(x)], x, nil, k.exp) }
 
+// SigmoidMul multiplies x: [n] by sigmoid(g: [n]) in place (attention's output gate); len(g) ≥
+// len(x). The SIMD version evaluates e^-g in float32 as SiLU does, the portable one in float64.
+func (k *Kernels) SigmoidMul(x, g []float32) { k.f.sigmoidMul(x, g[:len(x)], k.exp) }
+
+// sigmoidMulPortable: x *= 1/(1+e^-g).
+func sigmoidMulPortable(x, g []float32, _ *expConsts) {
+	for i, v := range g {
+		x[i] *= 1 / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
 // siluMulPortable: out = silu(g)·u, or silu(g) when u is nil.
 func siluMulPortable(out, g, u []float32, _ *expConsts) {
 	for i, v := range g {

@@ -162,3 +162,31 @@ func TestSiLUMatchesFloat64(t *testing.T) {
 		}
 	})
 }
+
+// TestSigmoidMulMatchesFloat64: every variant against x·σ(g) in float64, within siluTol (the same
+// float32 exp and division), on random and extreme gates around the 16-lane blocks.
+func TestSigmoidMulMatchesFloat64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	ks := variants(p)
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 70).Draw(t, "n")
+		x := make([]float32, n)
+		g := make([]float32, n)
+		for i := range x {
+			g[i] = rapid.OneOf(rapid.Float32Range(-20, 20), rapid.Float32Range(-200, 200),
+				rapid.SampledFrom([]float32{0, -0, 1e-30, -1e-30, 88.8, -88.8, 104, -104, 3e38, -3e38})).Draw(t, "g")
+			x[i] = rapid.Float32Range(-4, 4).Draw(t, "x")
+		}
+		for name, k := range ks {
+			got := append([]float32(nil), x...)
+			k.SigmoidMul(got, g)
+			for i := range x {
+				want := float64(x[i]) / (1 + math.Exp(-float64(g[i])))
+				if d := math.Abs(float64(got[i]) - want); d > siluTol*math.Abs(want)+1e-30 {
+					t.Fatalf("%s SigmoidMul(%g, %g) = %g, want %g", name, x[i], g[i], got[i], want)
+				}
+			}
+		}
+	})
+}

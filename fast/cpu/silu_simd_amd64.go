@@ -58,3 +58,25 @@ func siluMulSIMD(out, g, u []float32, c *expConsts) {
 		siluMulPortable(out[i:n], g[i:n], ut, c)
 	}
 }
+
+// sigmoidMulSIMD is sigmoidMulPortable with 16 lanes and the float32 exp16; the tail runs the
+// portable loop.
+func sigmoidMulSIMD(x, g []float32, c *expConsts) {
+	n := len(x)
+	if n < 16 || !archsimd.X86.AVX512() {
+		sigmoidMulPortable(x, g, c)
+		return
+	}
+	one := archsimd.LoadFloat32x16(&c[9])
+	px, pg := unsafe.Pointer(&x[0]), unsafe.Pointer(&g[:n][0])
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		p := (*[16]float32)(unsafe.Add(px, 4*i))
+		e := exp16(archsimd.Float32x16{}.Sub(f32x16(unsafe.Add(pg, 4*i))), c)
+		archsimd.LoadFloat32x16(p).Div(e.Add(one)).Store(p)
+	}
+	archsimd.ClearAVXUpperBits()
+	if i < n {
+		sigmoidMulPortable(x[i:n], g[i:n], c)
+	}
+}

@@ -67,6 +67,7 @@ func simdImpl(level simdLevel) impl {
 		readSum:     readSumSIMD,
 		readSumPF:   readSumPF,
 		siluMul:     siluMulSIMD,
+		sigmoidMul:  sigmoidMulSIMD,
 		dots:        dotsSIMD,
 		expShift:    expShiftSIMD,
 		axpyRows:    axpyRowsSIMD,
