@@ -8,10 +8,19 @@ import "unsafe"
 // (out[4r+t]) from the records at rec (token row t0's) with the first n limbs; rows o and o+1 of m
 // (o+1 < Out, or o itself twice for an odd last row).
 func qmm4TileVNNI(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint) {
+	checkLimbShift(shift)
 	groups, rb := m.Groups(), m.RowBytes()
 	qmm4TileVNNIAsm(&out[0], unsafe.Pointer(&m.W[o*rb]), (o1-o)*rb,
 		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), (o1-o)*groups*2,
 		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift))
+}
+
+// checkLimbShift panics unless shift is limbShift, the weight the assembly tile shifts each limb's
+// sum by (an immediate: see qmm_vnni_amd64.s).
+func checkLimbShift(shift uint) {
+	if shift != limbShift {
+		panic("cpu: the VNNI tile shifts limbs by limbShift only")
+	}
 }
 
 //go:noescape
@@ -26,6 +35,7 @@ func qmm4RowsVNNI(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, s
 	if ntok < 1 || ntok > recTile {
 		panic("cpu: qmm4RowsVNNI: token count out of range")
 	}
+	checkLimbShift(shift)
 	_ = y[(ntok-1)*yStride+2*pairs-1] // every store in bounds
 	_ = m.W[(o+2*pairs)*rb-1]
 	qmm4RowsVNNIAsm(&y[0], unsafe.Pointer(&m.W[o*rb]), rb,
