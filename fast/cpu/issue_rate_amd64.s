@@ -76,22 +76,39 @@ mixf:
 	VZEROUPPER
 	RET
 
-// func issueDPBUSDShift(n int): 4 VPDPBUSD, 2 VPSLLD and 2 VCVTDQ2PS zmm per iteration: the
-// tile's other per-sum instructions beside the dot products.
-TEXT ·issueDPBUSDShift(SB), NOSPLIT, $0-8
+// func issueDPBUSDShiftReg(n int): 4 VPDPBUSD and 4 VPSLLD by a count in a register per iteration.
+TEXT ·issueDPBUSDShiftReg(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
 	MOVQ $8, AX
 	VMOVQ AX, X29
-mixs:
+shreg:
 	VPDPBUSD Z20, Z21, Z0
 	VPSLLD X29, Z8, Z8
 	VPDPBUSD Z20, Z21, Z1
-	VCVTDQ2PS Z10, Z12
-	VPDPBUSD Z20, Z21, Z2
 	VPSLLD X29, Z9, Z9
+	VPDPBUSD Z20, Z21, Z2
+	VPSLLD X29, Z10, Z10
 	VPDPBUSD Z20, Z21, Z3
-	VCVTDQ2PS Z11, Z13
+	VPSLLD X29, Z11, Z11
 	DECQ CX
-	JNZ mixs
+	JNZ shreg
+	VZEROUPPER
+	RET
+
+// func issueDPBUSDShiftImm(n int): 4 VPDPBUSD and 4 VPSLLD by an immediate per iteration (the
+// integer GEMM tile's form).
+TEXT ·issueDPBUSDShiftImm(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+shimm:
+	VPDPBUSD Z20, Z21, Z0
+	VPSLLD $8, Z8, Z8
+	VPDPBUSD Z20, Z21, Z1
+	VPSLLD $8, Z9, Z9
+	VPDPBUSD Z20, Z21, Z2
+	VPSLLD $8, Z10, Z10
+	VPDPBUSD Z20, Z21, Z3
+	VPSLLD $8, Z11, Z11
+	DECQ CX
+	JNZ shimm
 	VZEROUPPER
 	RET

@@ -11,13 +11,15 @@ func issueAddChain(n int)
 func issueDPBUSD(n int)
 func issueFMA(n int)
 func issueDPBUSDFMA(n int)
-func issueDPBUSDShift(n int)
+func issueDPBUSDShiftReg(n int)
+func issueDPBUSDShiftImm(n int)
 
 // BenchmarkIssueRate measures how many 512-bit instructions of each kind one core issues per
 // cycle (instr/cycle, against the scalar add chain's one per cycle: the clock, reported as GHz).
 // It bounds the integer prefill GEMM: per pair of groups a 2-row × 4-token tile issues 32
-// VPDPBUSD (two limbs), 8 VMULPS and 8 VFMADD231PS; where those share ports (instr/cycle of the
-// mix no higher than of either alone) the tile needs 48 cycles for its 2048 flops.
+// VPDPBUSD (two limbs), 8 VPSLLD, 8 VMULPS and 8 VFMADD231PS; where those share ports
+// (instr/ns of a mix no higher than of VPDPBUSD alone) they add up. On Zen 4 VPDPBUSD, VFMADD231PS
+// and VPSLLD by a register count share them; VPSLLD by an immediate mostly does not.
 func BenchmarkIssueRate(b *testing.B) {
 	if !archsimd.X86.AVX512VNNI() {
 		b.Skip("no AVX-512 VNNI")
@@ -36,5 +38,6 @@ func BenchmarkIssueRate(b *testing.B) {
 	run("vpdpbusd", issueDPBUSD)
 	run("vfmadd", issueFMA)
 	run("vpdpbusd+vfmadd", issueDPBUSDFMA)
-	run("vpdpbusd+shift+cvt", issueDPBUSDShift)
+	run("vpdpbusd+vpslld_reg", issueDPBUSDShiftReg)
+	run("vpdpbusd+vpslld_imm", issueDPBUSDShiftImm)
 }
