@@ -302,12 +302,22 @@ func BenchmarkPeakFLOPs(b *testing.B) {
 	}
 }
 
-// BenchmarkVecPrepare times the per-input-vector preparation of the decode mat-vecs (group sums,
-// the float32 kernels' orders, the VNNI kernel's limbs) for a 2048-element hidden state.
+// BenchmarkVecPrepare times the per-input-vector preparation of the decode mat-vecs for a
+// 2048-element hidden state: every form (NewVec: group sums, the float32 kernels' orders, the VNNI
+// kernel's limbs) and what the best kernels' own Vec holds (Kernels.NewVec: on AVX-512 VNNI the
+// sums and the limbs).
 func BenchmarkVecPrepare(b *testing.B) {
 	x := randVec(newRand(1), 2048)
-	v := NewVec(2048)
-	for b.Loop() {
-		v.Prepare(x)
+	p := NewPool(1)
+	defer p.Close()
+	for _, c := range []struct {
+		name string
+		v    *Vec
+	}{{"all", NewVec(2048)}, {"kernels", New(p).NewVec(2048)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.v.Prepare(x)
+			}
+		})
 	}
 }

@@ -194,6 +194,7 @@ func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
 	k.mv = qmvTask{}
 }
 
+// checkMV checks a mat-vec's shapes and fills the forms of v that only some kernels read (fillP8).
 func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
 	if err := m.Check(); err != nil {
 		panic("cpu: " + err.Error())
@@ -203,5 +204,8 @@ func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
 	}
 	if k.f.vnni && m.Bits == 4 && v.l8 == nil {
 		panic("cpu: QMatVec: Vec without the limb copy the VNNI kernel reads (use Kernels.NewVec)")
+	}
+	if m.Bits == 8 {
+		v.fillP8() // before the workers read it
 	}
 }

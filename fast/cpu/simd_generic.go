@@ -16,3 +16,6 @@ func limbsSIMD(*Vec, []int8, limbLayout, []float32) bool { return false }
 
 // recordPatternsSIMD is unavailable: limbRecords.fill runs recordPatterns.
 func recordPatternsSIMD([]byte, []float32, int, float32, *limbConsts) bool { return false }
+
+// groupSums is groupSumsPortable in this build.
+func groupSums(sum, x []float32) { groupSumsPortable(sum, x) }

@@ -8,7 +8,8 @@ import "math"
 // Prepare fills, for x: [In]:
 //   - x: the values as given;
 //   - sum: [In/64] Σ x over each group, for the bias term of the fused dequantization;
-//   - p4, p8: x permuted into the order in which the SIMD kernels unpack 4-bit and 8-bit words;
+//   - p4, p8: x permuted into the order in which the SIMD kernels unpack 4-bit and 8-bit words
+//     (p8 only once an 8-bit matrix reads the Vec: see fillP8);
 //   - p16: x per pair of groups in the order in which the 512-bit 4-bit kernel unpacks a pair's 64
 //     packed bytes (see permute16; an odd last group is in the p4 order);
 //   - q, d: x quantized to int16 per group of 64 (x ≈ d[g]·q), in the 4-bit unpack order, for the
@@ -35,6 +36,7 @@ type Vec struct {
 	lanes []float32 // limbsSIMD's scratch: 16 lanes of max|x| per group, padded with zeros to a multiple of 16 groups
 	lc    *limbConsts
 	hasQ  bool
+	hasP8 bool // p8 holds x's 8-bit order (fillP8)
 	// floatQ4: Prepare fills p4 and p16. Only a Vec of the VNNI kernels (Kernels.NewVec) whose
 	// width is whole 8-group blocks goes without: those kernels read the limbs for every 4-bit
 	// row of that width, and the orders cost a third of Prepare on the decode path's serial side.
@@ -72,18 +74,12 @@ func (v *Vec) Prepare(x []float32) {
 		panic("cpu: Vec.Prepare: length mismatch")
 	}
 	copy(v.x, x)
-	v.hasQ = false
-	for g := range v.sum {
-		xs := x[g*GroupSize : (g+1)*GroupSize]
-		var s float32
-		for _, e := range xs {
-			s += e
+	v.hasQ, v.hasP8 = false, false
+	groupSums(v.sum, x)
+	if v.floatQ4 {
+		for g := range v.sum {
+			permute4(v.p4[g*GroupSize:(g+1)*GroupSize], x[g*GroupSize:(g+1)*GroupSize])
 		}
-		v.sum[g] = s
-		if v.floatQ4 {
-			permute4(v.p4[g*GroupSize:(g+1)*GroupSize], xs)
-		}
-		permute8(v.p8[g*GroupSize:(g+1)*GroupSize], xs)
 	}
 	if v.l8 != nil {
 		v.prepareLimbs(x)
@@ -97,6 +93,30 @@ func (v *Vec) Prepare(x []float32) {
 	}
 	if len(v.sum)%2 != 0 {
 		copy(v.p16[pairs*2*GroupSize:], v.p4[pairs*2*GroupSize:])
+	}
+}
+
+// fillP8 fills p8 from x if a Prepare since the last fill has not: only the router and the shared
+// expert's gate (8-bit matrices) read it, and Prepare runs on decode's serial side for every input.
+// Kernels call it before a dispatch (readyMV), on the goroutine that owns the Vec.
+func (v *Vec) fillP8() {
+	if v.hasP8 {
+		return
+	}
+	for g := range v.sum {
+		permute8(v.p8[g*GroupSize:(g+1)*GroupSize], v.x[g*GroupSize:(g+1)*GroupSize])
+	}
+	v.hasP8 = true
+}
+
+// groupSumsPortable writes Σ x over each group of 64 to sum, in order.
+func groupSumsPortable(sum, x []float32) {
+	for g := range sum {
+		var s float32
+		for _, e := range x[g*GroupSize : (g+1)*GroupSize] {
+			s += e
+		}
+		sum[g] = s
 	}
 }
 

@@ -141,3 +141,22 @@ func maxScales(v *Vec, g0, n int, c *limbConsts) {
 func maxPair(a, b archsimd.Float32x16, lo, hi archsimd.Uint32x16) archsimd.Float32x16 {
 	return a.ConcatPermute(b, lo).Max(a.ConcatPermute(b, hi))
 }
+
+// groupSums writes Σ x over each group of 64 to sum: per group four 16-lane vectors added, then
+// the lanes in a tree (a different order from groupSumsPortable's, so the last bits may differ).
+func groupSums(sum, x []float32) {
+	if !archsimd.X86.AVX512() {
+		groupSumsPortable(sum, x)
+		return
+	}
+	_ = x[len(sum)*GroupSize-1]
+	xp := unsafe.Pointer(unsafe.SliceData(x))
+	var l [16]float32
+	for g := range sum {
+		p := unsafe.Add(xp, 4*GroupSize*g)
+		f32x16(p).Add(f32x16(unsafe.Add(p, 64))).Add(f32x16(unsafe.Add(p, 128)).Add(f32x16(unsafe.Add(p, 192)))).Store(&l)
+		sum[g] = (((l[0] + l[8]) + (l[4] + l[12])) + ((l[2] + l[10]) + (l[6] + l[14]))) +
+			(((l[1] + l[9]) + (l[5] + l[13])) + ((l[3] + l[11]) + (l[7] + l[15])))
+	}
+	archsimd.ClearAVXUpperBits()
+}
