@@ -91,11 +91,10 @@ func (s *Session) decodeStep(ctx context.Context) error {
 // decodeTasks are the decode plan's parallel loops as func values made once per session, so that
 // dispatching them allocates nothing; they read their layer from Session.cur.
 type decodeTasks struct {
-	conv, heads func(lo, hi int) // DeltaNet (deltanetDecodeTasks)
-	attend      attendTask       // attention (attendUnits)
+	step   func(lo, hi int) // DeltaNet (deltanetDecodeTask)
+	attend attendTask       // attention (attendUnits)
 }
 
 func (s *Session) newDecodeTasks() decodeTasks {
-	conv, heads := s.deltanetDecodeTasks()
-	return decodeTasks{conv: conv, heads: heads, attend: attendTask{s}}
+	return decodeTasks{step: s.deltanetDecodeTask(), attend: attendTask{s}}
 }

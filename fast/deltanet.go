@@ -14,10 +14,7 @@ func (s *Session) deltanetDecode(li int, l *layer) {
 	m, b, d := s.m, s.dec, &s.m.dims
 	s.vecs(append(b.jobs[:0], vecJob{l.qkv, b.a, b.qkv}, vecJob{l.z, b.a, b.z}, vecJob{l.b, b.a, b.bb}, vecJob{l.a, b.a, b.aa}))
 	s.cur = li
-	m.run.Run(d.ConvDim(), s.tasks.conv)
-	normQK(m.ops, d, b.u, m.qkScale())
-	gates(l.aLog, l.dtBias, b.aa, b.bb, b.g, b.beta)
-	m.run.Run(d.Hv, s.tasks.heads)
+	m.run.Run(d.Hk, s.tasks.step)
 	s.vecs(append(b.jobs[:0], vecJob{l.out, b.y, b.r}))
 }
 
@@ -40,7 +37,7 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	beta := s.pf.take(t * d.Hv)
 	m.run.Run(t, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			normQK(m.ops, d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale())
+			normQK(m.ops, d, qkv[i*d.ConvDim():(i+1)*d.ConvDim()], m.qkScale(), 0, d.Hk)
 			gates(l.aLog, l.dtBias, aa[i*d.Hv:(i+1)*d.Hv], bb[i*d.Hv:(i+1)*d.Hv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv])
 		}
 	})
@@ -59,34 +56,42 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
 }
 
-// deltanetDecodeTasks returns the DeltaNet decode's parallel loops (decodeTasks): the conv over
-// channels [lo, hi) and the delta rule with the gated norm over value heads [lo, hi), on layer s.cur.
-func (s *Session) deltanetDecodeTasks() (conv, heads func(lo, hi int)) {
-	conv = func(lo, hi int) {
-		l := &s.m.layers[s.cur]
-		convStep(s.m.ops, &s.m.dims, l.convT, s.conv[s.cur], s.dec.qkv, s.dec.u, lo, hi)
-	}
-	heads = func(lo, hi int) {
-		d, b, l := &s.m.dims, s.dec, &s.m.layers[s.cur]
-		deltanetStep(s.m.ops, d, b.u, b.u[2*d.Hk*d.Dk:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, lo, hi)
-		for h := lo; h < hi; h++ {
-			gatedNorm(s.m.ops, b.o[h*d.Dv:(h+1)*d.Dv], b.z[h*d.Dv:(h+1)*d.Dv], l.gn, b.y[h*d.Dv:(h+1)*d.Dv], s.m.eps())
+// deltanetDecodeTask returns the DeltaNet decode's parallel loop (decodeTasks) on layer s.cur,
+// over key heads [lo, hi) and the value heads that read them: the conv of exactly their channels
+// (q and k of the key heads, v of the value heads: every channel in one range, so its state shifts
+// once), their q/k norms and gates, the delta rule and the gated norm. One dispatch, where the
+// conv, the norms and gates and the heads were two and a serial step between.
+func (s *Session) deltanetDecodeTask() func(lo, hi int) {
+	return func(lo, hi int) {
+		d, b, l, ops := &s.m.dims, s.dec, &s.m.layers[s.cur], s.m.ops
+		rep, kw := d.Hv/d.Hk, d.Hk*d.Dk
+		vlo, vhi := lo*rep, hi*rep
+		st := s.conv[s.cur]
+		for _, r := range [3][2]int{{lo * d.Dk, hi * d.Dk}, {kw + lo*d.Dk, kw + hi*d.Dk}, {2*kw + vlo*d.Dv, 2*kw + vhi*d.Dv}} {
+			convStep(ops, d, l.convT, st, b.qkv, b.u, r[0], r[1])
+		}
+		normQK(ops, d, b.u, s.m.qkScale(), lo, hi)
+		gates(l.aLog[vlo:vhi], l.dtBias[vlo:vhi], b.aa[vlo:vhi], b.bb[vlo:vhi], b.g[vlo:vhi], b.beta[vlo:vhi])
+		deltanetStep(ops, d, b.u, b.u[2*kw:], b.g, b.beta, s.ssm[s.cur], b.o, b.acc, vlo, vhi)
+		for h := vlo; h < vhi; h++ {
+			gatedNorm(ops, b.o[h*d.Dv:(h+1)*d.Dv], b.z[h*d.Dv:(h+1)*d.Dv], l.gn, b.y[h*d.Dv:(h+1)*d.Dv], s.m.eps())
 		}
 	}
-	return conv, heads
 }
 
-// normQK L2-normalises each q and k head of one token's conv output in place, scaling q by s: as
-// l2normScale, on the vector kernels. u: [C] with q heads then k heads first.
-func normQK(ops vecOps, d *checkpoint.Dims, u []float32, s float32) {
-	for h := 0; h < 2*d.Hk; h++ {
-		sc := float32(1)
-		if h < d.Hk {
-			sc = s
+// normQK L2-normalises the q and k heads [lo, hi) of one token's conv output in place, scaling q by
+// s: as l2normScale, on the vector kernels. u: [C] with q heads then k heads first.
+func normQK(ops vecOps, d *checkpoint.Dims, u []float32, s float32, lo, hi int) {
+	for _, h := range [2][2]int{{lo, hi}, {d.Hk + lo, d.Hk + hi}} {
+		for i := h[0]; i < h[1]; i++ {
+			sc := float32(1)
+			if i < d.Hk {
+				sc = s
+			}
+			x := u[i*d.Dk : (i+1)*d.Dk]
+			r := sc / float32(math.Sqrt(float64(ops.dot(x, x)+deltanetNormEps)))
+			ops.scaleAxpy(x, r, 0, x)
 		}
-		x := u[h*d.Dk : (h+1)*d.Dk]
-		r := sc / float32(math.Sqrt(float64(ops.dot(x, x)+deltanetNormEps)))
-		ops.scaleAxpy(x, r, 0, x)
 	}
 }
 
