@@ -14,7 +14,7 @@ func (s *Session) attnDecode(li int, l *layer) {
 	w := hkv * hd
 	for h := 0; h < hkv; h++ {
 		kh := b.kk[h*hd : (h+1)*hd]
-		rmsNorm(kh, l.kn, kh, m.eps())
+		m.ops.rmsNorm(kh, l.kn, kh, m.eps())
 		ropeAt(kh, cs)
 	}
 	s.kv[li].put(m.k, s.pos, w, b.kk, b.vv)
@@ -45,7 +45,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 			}
 			kr := kk[i*kw : (i+1)*kw]
 			for h := 0; h < hkv; h++ {
-				rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
+				m.ops.rmsNorm(kr[h*hd:(h+1)*hd], l.kn, kr[h*hd:(h+1)*hd], m.eps())
 				ropeAt(kr[h*hd:(h+1)*hd], cs)
 			}
 		}
@@ -61,7 +61,7 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 // attention loops; gate: [D] gets the gate half.
 func (m *Model) queryHead(l *layer, src []float32, cs []float64, q, gate []float32) {
 	hd := len(q)
-	rmsNorm(src[:hd], l.qn, q, m.eps())
+	m.ops.rmsNorm(src[:hd], l.qn, q, m.eps())
 	copy(gate, src[hd:2*hd])
 	ropeAt(q, cs)
 	scale := float32(1 / math.Sqrt(float64(hd)))

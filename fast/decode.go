@@ -66,22 +66,18 @@ func (s *Session) decodeStep(ctx context.Context) error {
 			s.decodeLayerObserved(li, l)
 			continue
 		}
-		rmsNorm(b.h, l.inNorm, b.a, m.eps())
+		m.ops.rmsNorm(b.h, l.inNorm, b.a, m.eps())
 		if l.kind == checkpoint.LinearAttention {
 			s.deltanetDecode(li, l)
 		} else {
 			s.attnDecode(li, l)
 		}
-		for i, v := range b.r {
-			b.h[i] += v
-		}
-		rmsNorm(b.h, l.postNorm, b.a, m.eps())
+		m.ops.axpy(1, b.r, b.h) // b.h += b.r: a fused 1·r+h rounds as h+r does
+		m.ops.rmsNorm(b.h, l.postNorm, b.a, m.eps())
 		s.moeDecode(l)
-		for i, v := range b.r {
-			b.h[i] += v
-		}
+		m.ops.axpy(1, b.r, b.h) // b.h += b.r: a fused 1·r+h rounds as h+r does
 	}
-	rmsNorm(b.h, m.final, b.a, m.eps())
+	m.ops.rmsNorm(b.h, m.final, b.a, m.eps())
 	s.vecsQ16(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))
 	s.observeFinal(s.pos, b.a, 1, b.logits)
 	s.pos++

@@ -7,16 +7,7 @@ import (
 )
 
 // rmsNorm: out = x / sqrt(mean(x²) + eps) * w. x, w, out: [n]. Sum of squares in float64.
-func rmsNorm(x, w, out []float32, eps float64) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	r := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
-	for i, v := range x {
-		out[i] = v * r * w[i]
-	}
-}
+func (o vecOps) rmsNorm(x, w, out []float32, eps float64) { o.k.RMSNorm64(out, x, w, eps) }
 
 // gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z)
 // (cpu.GatedRMSNorm: one vector pass, the sum of squares in float32). o, z, y: [Dv]; w: [Dv].

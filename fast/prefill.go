@@ -43,7 +43,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 			continue
 		}
 		if li == 0 {
-			m.run.Run(t, func(lo, hi int) { normRows(x[lo*hs:hi*hs], l.inNorm, a[lo*hs:hi*hs], hi-lo, hs, eps) })
+			m.run.Run(t, func(lo, hi int) { normRows(m.ops, x[lo*hs:hi*hs], l.inNorm, a[lo*hs:hi*hs], hi-lo, hs, eps) })
 		}
 		if l.kind == checkpoint.LinearAttention {
 			s.deltanetPrefill(li, l, a, t, r)
@@ -59,7 +59,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		s.addNorm(x, r, next, a, t)
 	}
 	if s.obs != nil {
-		normRows(x, m.final, a, t, hs, eps)
+		normRows(m.ops, x, m.final, a, t, hs, eps)
 	}
 	s.pos += t
 	v := c.VocabSize
@@ -88,13 +88,13 @@ func (s *Session) addNorm(x, r, w, a []float32, t int) {
 	hs, eps := s.m.cfg.HiddenSize, s.m.eps()
 	s.m.run.Run(t, func(lo, hi int) {
 		addInto(x[lo*hs:hi*hs], r[lo*hs:hi*hs])
-		normRows(x[lo*hs:hi*hs], w, a[lo*hs:hi*hs], hi-lo, hs, eps)
+		normRows(s.m.ops, x[lo*hs:hi*hs], w, a[lo*hs:hi*hs], hi-lo, hs, eps)
 	})
 }
 
-func normRows(x, w, out []float32, t, hs int, eps float64) {
+func normRows(ops vecOps, x, w, out []float32, t, hs int, eps float64) {
 	for i := 0; i < t; i++ {
-		rmsNorm(x[i*hs:(i+1)*hs], w, out[i*hs:(i+1)*hs], eps)
+		ops.rmsNorm(x[i*hs:(i+1)*hs], w, out[i*hs:(i+1)*hs], eps)
 	}
 }
 

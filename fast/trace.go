@@ -40,7 +40,7 @@ func mixerSite(l *layer) trace.Site {
 // decodeLayerObserved is one layer of decodeStep, reporting each intermediate to s.obs.
 func (s *Session) decodeLayerObserved(li int, l *layer) {
 	m, b, o, pos := s.m, s.dec, s.obs, s.pos
-	rmsNorm(b.h, l.inNorm, b.a, m.eps())
+	m.ops.rmsNorm(b.h, l.inNorm, b.a, m.eps())
 	o.Rows(trace.At(li, trace.InputNorm), pos, 1, b.a)
 	if l.kind == checkpoint.LinearAttention {
 		s.deltanetDecode(li, l)
@@ -52,7 +52,7 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 		b.h[i] += v
 	}
 	o.Rows(trace.At(li, trace.MixerResid), pos, 1, b.h)
-	rmsNorm(b.h, l.postNorm, b.a, m.eps())
+	m.ops.rmsNorm(b.h, l.postNorm, b.a, m.eps())
 	o.Rows(trace.At(li, trace.PostNorm), pos, 1, b.a)
 	s.moeDecode(l)
 	o.Route(li, pos, 1, b.rl, b.ids, b.wts)
@@ -67,7 +67,7 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 // each intermediate to s.obs. x, a, r: [t, H].
 func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t int) {
 	m, o, pos, hs := s.m, s.obs, s.pos, s.m.cfg.HiddenSize
-	normRows(x, l.inNorm, a, t, hs, m.eps())
+	normRows(m.ops, x, l.inNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.InputNorm), pos, t, a)
 	if l.kind == checkpoint.LinearAttention {
 		s.deltanetPrefill(li, l, a, t, r)
@@ -77,7 +77,7 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 	o.Rows(trace.At(li, mixerSite(l)), pos, t, r)
 	addInto(x, r)
 	o.Rows(trace.At(li, trace.MixerResid), pos, t, x)
-	normRows(x, l.postNorm, a, t, hs, m.eps())
+	normRows(m.ops, x, l.postNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.PostNorm), pos, t, a)
 	rl, ids, wts := s.moePrefill(l, a, t, r)
 	o.Route(li, pos, t, rl, ids, wts)

@@ -35,6 +35,7 @@ type impl struct {
 	readSumPF          func(x []uint64) uint64                 // a second streaming read, with software prefetch (nil: none)
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
 	sigmoidMul         func(x, g []float32, c *expConsts)      // x *= sigmoid(g)
+	rmsNorm64          func(out, x, w []float32, eps float64)
 	dots               func(out, q, rows []float32, stride int)
 	expShift           func(x []float32, m float32, c *expConsts) float64
 	axpyRows           func(acc, p, rows []float32, stride int)
@@ -64,7 +65,7 @@ func portableImpl() impl {
 	return impl{
 		qmv4: qmvRowsPortable, qmv8: qmvRowsPortable, qmvQ16: qmvQ16RowsPortable,
 		dot: dotPortable, axpy: axpyPortable, scaleAxpy: scaleAxpyPortable, bf16mv: bf16RowsPortable, readSum: readSumPortable,
-		siluMul: siluMulPortable, sigmoidMul: sigmoidMulPortable, qmm: qmmRowsPortable,
+		siluMul: siluMulPortable, sigmoidMul: sigmoidMulPortable, rmsNorm64: rmsNorm64Portable, qmm: qmmRowsPortable,
 		dots: dotsPortable, expShift: expShiftPortable, axpyRows: axpyRowsPortable,
 		maxOf: maxOfPortable, argmax: argmaxPortable, toF16: f32ToF16Portable, fromF16: f16ToF32Portable, scoreTile: scoreTilePortable, accumTile: accumTilePortable, deltaUpdate: deltaUpdatePortable,
 		expTiny: expTinyPortable, scaleRows: scaleRowsPortable, causalDecay: causalDecayPortable, accumTileT: accumTileTPortable,

@@ -28,6 +28,25 @@ func (k *Kernels) RMSNorm(out, x, w []float32, eps float32) {
 	}
 }
 
+// RMSNorm64 computes out: [n] = x·w/√(mean(x²)+eps) with the sum of squares in float64 (ref's
+// accumulation; the squares of float32 values are exact in float64, so only the order of the adds
+// differs between the variants) and the products in float32, x·r then ·w. out may alias x.
+func (k *Kernels) RMSNorm64(out, x, w []float32, eps float64) {
+	k.f.rmsNorm64(out[:len(x)], x, w[:len(x)], eps)
+}
+
+// rmsNorm64Portable is RMSNorm64 in plain Go.
+func rmsNorm64Portable(out, x, w []float32, eps float64) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	r := float32(1 / math.Sqrt(ss/float64(len(x))+eps))
+	for i, v := range x {
+		out[i] = v * r * w[i]
+	}
+}
+
 // SiLUMul computes out: [n] = silu(gate: [n]) · up: [n] (SwiGLU), silu(g) = g/(1+e^-g).
 // out may alias gate or up; len(up) and len(out) must be at least len(gate).
 func (k *Kernels) SiLUMul(out, gate, up []float32) {

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"simd/archsimd"
 	"unsafe"
 )
@@ -149,5 +150,42 @@ func scaleAxpySIMD512(y []float32, b, a float32, x []float32) {
 	archsimd.ClearAVXUpperBits()
 	for ; i < n; i++ {
 		y[i] = y[i]*b + a*x[i]
+	}
+}
+
+// rmsNorm64SIMD is rmsNorm64Portable with the squares summed in four 8-lane float64 accumulators
+// and the products in 16-lane float32 (the same two roundings per element); the tails run the
+// portable loops' steps.
+func rmsNorm64SIMD(out, x, w []float32, eps float64) {
+	n := len(x)
+	if n < 32 || !archsimd.X86.AVX512() {
+		rmsNorm64Portable(out, x, w, eps)
+		return
+	}
+	px, pw, po := unsafe.Pointer(&x[0]), unsafe.Pointer(&w[:n][0]), unsafe.Pointer(&out[:n][0])
+	var s0, s1, s2, s3 archsimd.Float64x8
+	i := 0
+	for ; i+32 <= n; i += 32 {
+		a := f32x8(unsafe.Add(px, 4*i)).ConvertToFloat64()
+		b := f32x8(unsafe.Add(px, 4*i+32)).ConvertToFloat64()
+		c := f32x8(unsafe.Add(px, 4*i+64)).ConvertToFloat64()
+		d := f32x8(unsafe.Add(px, 4*i+96)).ConvertToFloat64()
+		s0, s1, s2, s3 = a.MulAdd(a, s0), b.MulAdd(b, s1), c.MulAdd(c, s2), d.MulAdd(d, s3)
+	}
+	var l [8]float64
+	s0.Add(s1).Add(s2.Add(s3)).Store(&l)
+	ss := ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+	for ; i < n; i++ {
+		ss += float64(x[i]) * float64(x[i])
+	}
+	r := float32(1 / math.Sqrt(ss/float64(n)+eps))
+	rv := archsimd.BroadcastFloat32x16(r)
+	i = 0
+	for ; i+16 <= n; i += 16 {
+		f32x16(unsafe.Add(px, 4*i)).Mul(rv).Mul(f32x16(unsafe.Add(pw, 4*i))).Store((*[16]float32)(unsafe.Add(po, 4*i)))
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		out[i] = x[i] * r * w[i]
 	}
 }

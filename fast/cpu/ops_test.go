@@ -190,3 +190,45 @@ func TestSigmoidMulMatchesFloat64(t *testing.T) {
 		}
 	})
 }
+
+// rmsNorm64Tol: RMSNorm64 against float64 arithmetic throughout, relative: the float32 rounding of
+// 1/rms and of the two products (3 roundings of 2^-24), the float64 sum's order aside.
+const rmsNorm64Tol = 4 * 0x1p-24
+
+// TestRMSNorm64 holds every variant to the float64 norm on lengths around the vector blocks and
+// values over a wide range (the hidden state's outliers), in place and not.
+func TestRMSNorm64(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	ks := variants(p)
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.SampledFrom([]int{1, 31, 32, 33, 64, 100, 256, 2048, 2049}).Draw(t, "n")
+		x := make([]float32, n)
+		w := make([]float32, n)
+		for i := range x {
+			x[i] = rapid.Float32Range(-1, 1).Draw(t, "x") * float32(math.Pow(10, float64(rapid.IntRange(-3, 3).Draw(t, "e"))))
+			w[i] = rapid.Float32Range(-2, 2).Draw(t, "w")
+		}
+		var ss float64
+		for _, v := range x {
+			ss += float64(v) * float64(v)
+		}
+		r := 1 / math.Sqrt(ss/float64(n)+1e-6)
+		inPlace := rapid.Bool().Draw(t, "inPlace")
+		for name, k := range ks {
+			out := make([]float32, n)
+			src := x
+			if inPlace {
+				src = append([]float32(nil), x...)
+				out = src
+			}
+			k.RMSNorm64(out, src, w, 1e-6)
+			for i := range x {
+				want := float64(x[i]) * r * float64(w[i])
+				if d := math.Abs(float64(out[i]) - want); d > rmsNorm64Tol*math.Abs(want)+1e-38 {
+					t.Fatalf("%s n=%d: out[%d] = %g, want %g", name, n, i, out[i], want)
+				}
+			}
+		}
+	})
+}

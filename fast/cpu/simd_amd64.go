@@ -68,6 +68,7 @@ func simdImpl(level simdLevel) impl {
 		readSumPF:   readSumPF,
 		siluMul:     siluMulSIMD,
 		sigmoidMul:  sigmoidMulSIMD,
+		rmsNorm64:   rmsNorm64SIMD,
 		dots:        dotsSIMD,
 		expShift:    expShiftSIMD,
 		axpyRows:    axpyRowsSIMD,
