@@ -125,6 +125,20 @@ func TestTopK(t *testing.T) {
 // results below 1e-30 in magnitude (e^-x past float32's range) may flush to zero.
 const siluTol = 1e-6
 
+// drawExpArgs draws the arguments of an exp-based kernel (SiLU, SigmoidMul): e, lengths around the
+// 16-lane blocks, random and extreme (±100 and beyond, where e^-e overflows or underflows; ±0,
+// tiny, huge), and a multiplier u of each in [-4, 4].
+func drawExpArgs(t *rapid.T) (e, u []float32) {
+	n := rapid.IntRange(1, 70).Draw(t, "n")
+	e, u = make([]float32, n), make([]float32, n)
+	for i := range e {
+		e[i] = rapid.OneOf(rapid.Float32Range(-20, 20), rapid.Float32Range(-200, 200),
+			rapid.SampledFrom([]float32{0, -0, 1e-30, -1e-30, 88.8, -88.8, 104, -104, 3e38, -3e38})).Draw(t, "e")
+		u[i] = rapid.Float32Range(-4, 4).Draw(t, "u")
+	}
+	return e, u
+}
+
 // TestSiLUMatchesFloat64: every variant on random and extreme inputs (±100 and beyond, where e^-x
 // overflows or underflows; lengths around the 16-lane blocks), with and without the multiplier.
 func TestSiLUMatchesFloat64(t *testing.T) {
@@ -132,14 +146,8 @@ func TestSiLUMatchesFloat64(t *testing.T) {
 	defer p.Close()
 	ks := variants(p)
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 70).Draw(t, "n")
-		x := make([]float32, n)
-		u := make([]float32, n)
-		for i := range x {
-			x[i] = rapid.OneOf(rapid.Float32Range(-20, 20), rapid.Float32Range(-200, 200),
-				rapid.SampledFrom([]float32{0, -0, 1e-30, -1e-30, 88.8, -88.8, 104, -104, 3e38, -3e38})).Draw(t, "x")
-			u[i] = rapid.Float32Range(-4, 4).Draw(t, "u")
-		}
+		x, u := drawExpArgs(t)
+		n := len(x)
 		for name, k := range ks {
 			out := make([]float32, n)
 			k.SiLU(out, x)
@@ -170,14 +178,7 @@ func TestSigmoidMulMatchesFloat64(t *testing.T) {
 	defer p.Close()
 	ks := variants(p)
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 70).Draw(t, "n")
-		x := make([]float32, n)
-		g := make([]float32, n)
-		for i := range x {
-			g[i] = rapid.OneOf(rapid.Float32Range(-20, 20), rapid.Float32Range(-200, 200),
-				rapid.SampledFrom([]float32{0, -0, 1e-30, -1e-30, 88.8, -88.8, 104, -104, 3e38, -3e38})).Draw(t, "g")
-			x[i] = rapid.Float32Range(-4, 4).Draw(t, "x")
-		}
+		g, x := drawExpArgs(t)
 		for name, k := range ks {
 			got := append([]float32(nil), x...)
 			k.SigmoidMul(got, g)
