@@ -72,10 +72,10 @@ func (s *Session) decodeStep(ctx context.Context) error {
 		} else {
 			s.attnDecode(li, l)
 		}
-		m.ops.axpy(1, b.r, b.h) // b.h += b.r: a fused 1·r+h rounds as h+r does
+		m.ops.addInto(b.h, b.r)
 		m.ops.rmsNorm(b.h, l.postNorm, b.a, m.eps())
 		s.moeDecode(l)
-		m.ops.axpy(1, b.r, b.h) // b.h += b.r: a fused 1·r+h rounds as h+r does
+		m.ops.addInto(b.h, b.r)
 	}
 	m.ops.rmsNorm(b.h, m.final, b.a, m.eps())
 	s.vecsQ16(append(b.jobs[:0], vecJob{m.lmHead, b.a, b.logits}))

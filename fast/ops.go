@@ -9,6 +9,9 @@ import (
 // rmsNorm: out = x / sqrt(mean(x²) + eps) * w. x, w, out: [n]. Sum of squares in float64.
 func (o vecOps) rmsNorm(x, w, out []float32, eps float64) { o.k.RMSNorm64(out, x, w, eps) }
 
+// addInto adds r to x (the residual stream), as Axpy with a = 1: a fused 1·r+x rounds as x+r does.
+func (o vecOps) addInto(x, r []float32) { o.k.Axpy(x[:len(r)], 1, r) }
+
 // gatedNorm is the DeltaNet output norm per value head (model.md §4.2b): y = rmsnorm(o)*w * silu(z)
 // (cpu.GatedRMSNorm: one vector pass, the sum of squares in float32). o, z, y: [Dv]; w: [Dv].
 func gatedNorm(ops vecOps, o, z, w, y []float32, eps float64) {

@@ -87,7 +87,7 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 func (s *Session) addNorm(x, r, w, a []float32, t int) {
 	hs, eps := s.m.cfg.HiddenSize, s.m.eps()
 	s.m.run.Run(t, func(lo, hi int) {
-		addInto(x[lo*hs:hi*hs], r[lo*hs:hi*hs])
+		s.m.ops.addInto(x[lo*hs:hi*hs], r[lo*hs:hi*hs])
 		normRows(s.m.ops, x[lo*hs:hi*hs], w, a[lo*hs:hi*hs], hi-lo, hs, eps)
 	})
 }
@@ -95,11 +95,5 @@ func (s *Session) addNorm(x, r, w, a []float32, t int) {
 func normRows(ops vecOps, x, w, out []float32, t, hs int, eps float64) {
 	for i := 0; i < t; i++ {
 		ops.rmsNorm(x[i*hs:(i+1)*hs], w, out[i*hs:(i+1)*hs], eps)
-	}
-}
-
-func addInto(x, r []float32) {
-	for i, v := range r {
-		x[i] += v
 	}
 }

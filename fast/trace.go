@@ -48,18 +48,14 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 		s.attnDecode(li, l)
 	}
 	o.Rows(trace.At(li, mixerSite(l)), pos, 1, b.r)
-	for i, v := range b.r {
-		b.h[i] += v
-	}
+	m.ops.addInto(b.h, b.r)
 	o.Rows(trace.At(li, trace.MixerResid), pos, 1, b.h)
 	m.ops.rmsNorm(b.h, l.postNorm, b.a, m.eps())
 	o.Rows(trace.At(li, trace.PostNorm), pos, 1, b.a)
 	s.moeDecode(l)
 	o.Route(li, pos, 1, b.rl, b.ids, b.wts)
 	o.Rows(trace.At(li, trace.MoEOut), pos, 1, b.r)
-	for i, v := range b.r {
-		b.h[i] += v
-	}
+	m.ops.addInto(b.h, b.r)
 	o.Rows(trace.At(li, trace.MoEResid), pos, 1, b.h)
 }
 
@@ -75,13 +71,13 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 		s.attnPrefill(li, l, a, t, r)
 	}
 	o.Rows(trace.At(li, mixerSite(l)), pos, t, r)
-	addInto(x, r)
+	m.ops.addInto(x, r)
 	o.Rows(trace.At(li, trace.MixerResid), pos, t, x)
 	normRows(m.ops, x, l.postNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.PostNorm), pos, t, a)
 	rl, ids, wts := s.moePrefill(l, a, t, r)
 	o.Route(li, pos, t, rl, ids, wts)
 	o.Rows(trace.At(li, trace.MoEOut), pos, t, r)
-	addInto(x, r)
+	m.ops.addInto(x, r)
 	o.Rows(trace.At(li, trace.MoEResid), pos, t, x)
 }
