@@ -30,8 +30,8 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
 	conv := s.conv[li]
 	m.run.Run(d.ConvDim(), func(lo, hi int) {
-		tmp := make([]float32, 2*d.K*(hi-lo))
-		convSeq(m.ops, d, l.conv, conv, qkv, t, tmp, lo, hi)
+		tmp := make([]float32, d.K*(hi-lo))
+		convSeq(m.ops, d, l.convT, conv, qkv, t, tmp, lo, hi)
 	})
 	g := s.pf.take(t * d.Hv)
 	beta := s.pf.take(t * d.Hv)
@@ -129,17 +129,12 @@ func convWeightsT(w []float32, c, k int) []float32 {
 
 // convSeq runs the conv over T tokens of one channel range [lo, hi), token by token so that every
 // access is a contiguous run of channels. x: [T, C] pre-conv rows (overwritten with the SiLU'd conv
-// output); state: [(K-1)*C] updated to the last K-1 pre-conv rows. tmp: at least 2K·(hi-lo)
-// scratch: the kernel transposed to [K][hi-lo], then K row buffers holding the last K pre-conv rows
+// output); state: [(K-1)*C] updated to the last K-1 pre-conv rows; wt: [K, C] the kernel transposed
+// (convWeightsT). tmp: at least K·(hi-lo) scratch, K row buffers holding the last K pre-conv rows
 // (a ring; slot i mod K is token i's).
-func convSeq(ops vecOps, d *checkpoint.Dims, w, state, x []float32, t int, tmp []float32, lo, hi int) {
+func convSeq(ops vecOps, d *checkpoint.Dims, wt, state, x []float32, t int, tmp []float32, lo, hi int) {
 	k, c, n := d.K, d.ConvDim(), hi-lo
-	wt, ring := tmp[:k*n], tmp[k*n:(2*k)*n]
-	for ch := lo; ch < hi; ch++ {
-		for j := 0; j < k; j++ {
-			wt[j*n+ch-lo] = w[ch*k+j]
-		}
-	}
+	ring := tmp[:k*n]
 	// Ring slot of pre-conv row r, for r from -(K-1) (the oldest state row) up to t-1.
 	slot := func(r int) []float32 { s := ((r % k) + k) % k; return ring[s*n : (s+1)*n] }
 	for j := 0; j < k-1; j++ {
@@ -150,7 +145,7 @@ func convSeq(ops vecOps, d *checkpoint.Dims, w, state, x []float32, t int, tmp [
 		copy(slot(i), row)
 		clear(row)
 		for j := 0; j < k; j++ { // tap j reads pre-conv row i-(K-1)+j
-			ops.mulAdd(row, wt[j*n:(j+1)*n], slot(i-(k-1)+j))
+			ops.mulAdd(row, wt[j*c+lo:j*c+hi], slot(i-(k-1)+j))
 		}
 		ops.silu(row)
 	}

@@ -67,12 +67,13 @@ func BenchmarkDeltaNetConvNorm(b *testing.B) {
 		return x
 	}
 	x0, w, st0, o, z, gw := f(T*c), f(c*d.K), f((d.K-1)*c), f(T*vd), f(T*vd), f(d.Dv)
-	x, st, y, tmp := make([]float32, T*c), make([]float32, len(st0)), make([]float32, T*vd), make([]float32, 2*d.K*c)
+	x, st, y, tmp := make([]float32, T*c), make([]float32, len(st0)), make([]float32, T*vd), make([]float32, d.K*c)
+	wt := convWeightsT(w, c, d.K)
 	c0, n := threadCPUTime(), 0
 	for b.Loop() {
 		copy(x, x0)
 		copy(st, st0)
-		convSeq(ops, d, w, st, x, T, tmp, 0, c)
+		convSeq(ops, d, wt, st, x, T, tmp, 0, c)
 		for i := 0; i < T*d.Hv; i++ {
 			gatedNorm(ops, o[i*d.Dv:(i+1)*d.Dv], z[i*d.Dv:(i+1)*d.Dv], gw, y[i*d.Dv:(i+1)*d.Dv], 1e-6)
 		}

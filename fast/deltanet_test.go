@@ -115,8 +115,8 @@ func TestConvStepMatchesSeq(t *testing.T) {
 		stStep, out := append([]float32(nil), st...), make([]float32, c)
 		convStep(ops, d, wt, stStep, x, out, 0, 48)
 		convStep(ops, d, wt, stStep, x, out, 48, c)
-		stSeq, row, tmp := append([]float32(nil), st...), append([]float32(nil), x...), make([]float32, 2*d.K*c)
-		convSeq(ops, d, w, stSeq, row, 1, tmp, 0, c)
+		stSeq, row, tmp := append([]float32(nil), st...), append([]float32(nil), x...), make([]float32, d.K*c)
+		convSeq(ops, d, wt, stSeq, row, 1, tmp, 0, c)
 		for ch := 0; ch < c; ch++ {
 			if out[ch] != row[ch] {
 				t.Fatalf("channel %d: convStep %v, convSeq %v", ch, out[ch], row[ch])

@@ -45,8 +45,7 @@ type layer struct {
 	kind              checkpoint.LayerKind
 	inNorm, postNorm  []float32
 	qkv, z, b, a, out *mat      // DeltaNet
-	conv              []float32 // [C, K] as the checkpoint has it (prefill's convSeq)
-	convT             []float32 // [K, C] (decode's convStep)
+	convT             []float32 // the conv kernel [K, C], transposed from the checkpoint's [C, K]
 	aLog, dtBias, gn  []float32
 	q, k, v, o        *mat // attention
 	qn, kn            []float32
@@ -138,7 +137,7 @@ func newModel(w *checkpoint.Weights, k *cpu.Kernels, o Options) (*Model, error) 
 		l := layer{kind: wl.Kind, inNorm: wl.InputNorm, postNorm: wl.PostNorm}
 		if g := wl.DeltaNet; g != nil {
 			l.qkv, l.z, l.b, l.a, l.out = one(&g.QKV), one(&g.Z), one(&g.B), one(&g.A), one(&g.Out)
-			l.conv, l.aLog, l.dtBias, l.gn = g.Conv, g.ALog, g.DtBias, g.Norm
+			l.aLog, l.dtBias, l.gn = g.ALog, g.DtBias, g.Norm
 			l.convT = convWeightsT(g.Conv, m.dims.ConvDim(), m.dims.K)
 		}
 		if a := wl.Attn; a != nil {
