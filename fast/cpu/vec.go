@@ -98,7 +98,7 @@ func (v *Vec) Prepare(x []float32) {
 
 // fillP8 fills p8 from x if a Prepare since the last fill has not: only the router and the shared
 // expert's gate (8-bit matrices) read it, and Prepare runs on decode's serial side for every input.
-// Kernels call it before a dispatch (readyMV), on the goroutine that owns the Vec.
+// Kernels call it before a dispatch (checkMV), on the goroutine that owns the Vec.
 func (v *Vec) fillP8() {
 	if v.hasP8 {
 		return
