@@ -32,7 +32,13 @@
 // group sums in the order the tile reads them), and a 2-row × 4-token assembly tile unpacks each
 // pair of groups of its two rows once and multiplies it with the four tokens' first two limbs by
 // VPDPBUSD, x read as (d/256)·(256·a + b), within d/512 per group (qmmLimbs; budget:
-// TestQMatMatIntBudget). Elsewhere, and for 8-bit matrices, the float32 row-block kernels run.
+// TestQMatMatIntBudget). The widths of the model (In 512 and multiples of 1024) run instead on the
+// lane-group kernels (qmm_lanes.go): the same integer sums with one group in every 32-bit lane,
+// the weights transposed into that order in registers (qmm_lanes_amd64.s, per tile of 4 tokens)
+// or, from a few tokens on, once per call and row block into a scratch that a 4-row × 3-token
+// tile reads (qmm_lanes_quad_amd64.s), so that the float tail runs once per 16 groups and each
+// load of a token's digits feeds 4 rows. Elsewhere, and for 8-bit matrices, the float32 row-block
+// kernels run.
 //
 // A KV cache in fp16 (f16.go): [Kernels.F16Row] converts a K or V row on append (round to nearest
 // even; VCVTPS2PH with AVX-512, bit for bit safetensors.Float32ToF16), and [Kernels.ScoreTileF16] and

@@ -31,6 +31,9 @@ type impl struct {
 	vnni               bool            // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
 	qmmTile            qmmTileFunc     // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
 	qmmTileRows        qmmTileRowsFunc // the same tile down pairs of rows, stored into Y (full tiles)
+	qmmLanes           qmmLanesFunc    // the lane-group GEMM (nil: the 2-group tile runs every width)
+	laneRepack         laneRepackFunc  // its weights in lane order, for qmmLanesQuad
+	qmmLanesQuad       qmmLanesQuadFunc
 	readSum            func(x []uint64) uint64
 	readSumPF          func(x []uint64) uint64                 // a second streaming read, with software prefetch (nil: none)
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)
@@ -95,8 +98,10 @@ type Kernels struct {
 	tileOut [][32]float32  // per-worker output of the integer GEMM's tile
 	one     [1]MatMat      // QMatMat's batch of one
 	local   []workerGEMM   // per-worker state of QMatMatsOn
+	laneW   [][]byte       // per-worker weights of a row block in lane order (qmmLanesRows)
 	limbs   int            // limbs the integer GEMM reads: qmmLimbs (tests change it)
 	shift   uint           // their relative weight as a shift: limbShift (tests change it)
+	noLanes bool           // run every width on the 2-group tile (tests and benchmarks compare)
 
 	exp        *expConsts // the SIMD exp's constants
 	largeX     int        // T·In from which QMatMat runs in token blocks: qmmLargeX (tests change it)
@@ -117,7 +122,7 @@ func NewPortable(p *Pool) *Kernels { return newKernels(p, portableImpl(), false)
 
 func newKernels(p *Pool, f impl, simd bool) *Kernels {
 	k := &Kernels{pool: p, simd: simd, f: f, buf: make([][]float32, p.Workers()), largeX: qmmLargeX, tokenBlock: qmmTokenBlock, limbs: qmmLimbs, shift: limbShift, exp: newExpConsts(),
-		tileOut: make([][32]float32, p.Workers()), local: make([]workerGEMM, p.Workers())}
+		tileOut: make([][32]float32, p.Workers()), local: make([]workerGEMM, p.Workers()), laneW: make([][]byte, p.Workers())}
 	return k
 }
 

@@ -40,7 +40,7 @@ func (q *qmmIntTask) Do(w, lo, hi int) {
 	if q.prep {
 		in := q.recs.in
 		for t := lo; t < hi; t++ {
-			q.recs.fill(t, q.x[t*in:(t+1)*in], q.vecs[w], q.k.limbs)
+			q.recs.fillAny(t, q.x[t*in:(t+1)*in], q.vecs[w], q.k.limbs)
 		}
 		return
 	}
@@ -72,6 +72,10 @@ func (k *Kernels) qmmIntRows(w int, y []float32, m *QMat, r *limbRecords, t, o0,
 	// Per worker, 128 bytes apart (no two workers' outputs on one cache line): a local array would
 	// escape to the heap through the func value.
 	out := (*[8]float32)(k.tileOut[w][:8])
+	if r.lanes != 0 {
+		k.qmmLanesRows(w, y, m, r, t, o0, o1)
+		return
+	}
 	for b0 := o0; b0 < o1; b0 += qmmVNNIRows {
 		b1 := min(b0+qmmVNNIRows, o1)
 		for t0 := 0; t0 < t; t0 += recTile {
@@ -96,6 +100,34 @@ func (k *Kernels) qmmIntRows(w int, y []float32, m *QMat, r *limbRecords, t, o0,
 	}
 }
 
+// ensureRecs sizes r for t token rows of width in in the layout of the kernel that will read them,
+// the padding rows of the last tile zeroed.
+func (k *Kernels) ensureRecs(r *limbRecords, t, in int) {
+	if k.useLanes(in) {
+		r.ensureLanes(t, in)
+	} else {
+		r.ensure(t, in)
+	}
+	r.zero(t, r.padded(t))
+}
+
+// fillAny writes token row t's record in r's layout (fill or fillLanes).
+func (r *limbRecords) fillAny(t int, x []float32, v *Vec, n int) {
+	if r.lanes != 0 {
+		r.fillLanes(t, x, v, n)
+	} else {
+		r.fill(t, x, v, n)
+	}
+}
+
+// checkLimbShift panics unless shift is limbShift, the weight the assembly tiles shift each limb's
+// sum by (an immediate: see qmm_vnni_amd64.s and qmm_lanes_amd64.s).
+func checkLimbShift(shift uint) {
+	if shift != limbShift {
+		panic("cpu: the VNNI tile shifts limbs by limbShift only")
+	}
+}
+
 // intGEMM reports whether m runs on the integer GEMM.
 func (k *Kernels) intGEMM(m *QMat) bool {
 	return k.f.qmmTile != nil && m.Bits == 4 && m.Groups()%8 == 0
@@ -117,8 +149,7 @@ func (k *Kernels) qmmInt(x []float32, t int, jobs []MatMat) {
 		}
 		k.lvecs[in] = vs
 	}
-	k.recs.ensure(t, in)
-	k.recs.zero(t, (t+recTile-1)/recTile*recTile)
+	k.ensureRecs(&k.recs, t, in)
 	ig := &k.ig
 	*ig = qmmIntTask{k: k, x: x, t: t, prep: true, recs: &k.recs, vecs: vs, jobs: jobs, ends: ig.ends[:0]}
 	k.pool.RunTask(t, ig)
@@ -213,10 +244,9 @@ func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
 		return
 	}
 	r := &g.recs
-	r.ensure(t, in)
-	r.zero(t, (t+recTile-1)/recTile*recTile)
+	k.ensureRecs(r, t, in)
 	for tt := range t {
-		r.fill(tt, x[tt*in:(tt+1)*in], v, k.limbs)
+		r.fillAny(tt, x[tt*in:(tt+1)*in], v, k.limbs)
 	}
 	clearUpper()
 	for _, j := range jobs {

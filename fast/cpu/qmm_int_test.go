@@ -105,7 +105,7 @@ func TestQMatMatIntBudget(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			out := rapid.OneOf(rapid.IntRange(1, 9), rapid.IntRange(30, 70)).Draw(rt, "out")
 			blocks := rapid.IntRange(1, 5).Draw(rt, "blocks")
-			tok := rapid.IntRange(1, 11).Draw(rt, "T")
+			tok := rapid.OneOf(rapid.IntRange(1, 11), rapid.IntRange(laneQuadMinTokens, 2*laneQuadMinTokens+5)).Draw(rt, "T")
 			m, x := randIntCase(newRand(rapid.Uint64().Draw(rt, "seed")), out, blocks, tok)
 			bad, w := qmmIntViolations(k, m, x, tok)
 			worst = math.Max(worst, w)
@@ -245,9 +245,9 @@ func BenchmarkQMatMatInt(b *testing.B) {
 	}{
 		{"q4_512x2048_gate", 512, 2048, 8}, {"q4_512x2048_gate", 512, 2048, 64},
 		{"q4_2048x512_down", 2048, 512, 8}, {"q4_2048x512_down", 2048, 512, 64},
-		{"q4_2048x2048_dense", 2048, 2048, 64},
+		{"q4_2048x2048_dense", 2048, 2048, 64}, {"q4_2048x2048_dense", 2048, 2048, 256},
 	} {
-		for _, impl := range []string{"int", "int_tile", "f32"} {
+		for _, impl := range []string{"int", "int_pairs", "int_tile", "f32"} {
 			b.Run(fmt.Sprintf("%s/T%d/w1/%s", sh.name, sh.t, impl), func(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
@@ -257,8 +257,10 @@ func BenchmarkQMatMatInt(b *testing.B) {
 				switch impl {
 				case "f32":
 					k = newKernels(p, simdImpl(level512), true)
+				case "int_pairs":
+					k.noLanes = true
 				case "int_tile":
-					k.f.qmmTileRows = nil
+					k.f.qmmTileRows, k.noLanes = nil, true
 				}
 				r := rand.New(rand.NewPCG(3, 3))
 				m, x := randQMat(r, 4, sh.out, sh.in), randVec(r, sh.t*sh.in)

@@ -37,17 +37,34 @@ func qmmLimbScale(n int) float32 {
 
 // limbRecords holds the records of up to a padded number of token rows for one input width.
 type limbRecords struct {
-	in, blocks int
-	stride     int    // bytes per token row: blocks·recBlockBytes
+	in, blocks int    // width; blocks of 8 groups (lane layout: steps)
+	lanes      int    // 0: the 2-group tile's layout; 1 or 2: the lane GEMM's (rows a unit)
+	stride     int    // bytes per token row: blocks·recBlockBytes (lane layout: steps·laneStepBytes)
 	buf        []byte // backing store, over-allocated for alignment
 	rec        []byte // [tokens, stride], 64-byte aligned
 }
 
 // ensure sizes r for t token rows (rounded up to recTile) of width in (a multiple of 512).
 func (r *limbRecords) ensure(t, in int) {
+	r.lanes = 0
 	r.in, r.blocks = in, in/(8*GroupSize)
 	r.stride = r.blocks * recBlockBytes
-	need := (t + recTile - 1) / recTile * recTile * r.stride
+	r.alloc(t)
+}
+
+// padded returns t rounded up to the records the kernels read: whole tiles of recTile tokens, and
+// in the lane layout also of laneQuadTokens.
+func (r *limbRecords) padded(t int) int {
+	n := recTile
+	if r.lanes != 0 {
+		n = recTile * laneQuadTokens
+	}
+	return (t + n - 1) / n * n
+}
+
+// alloc sizes the backing store for t token rows (r.padded(t)) of r.stride bytes.
+func (r *limbRecords) alloc(t int) {
+	need := r.padded(t) * r.stride
 	if len(r.buf) < need+qmmVNNIAlign {
 		r.buf = make([]byte, need+qmmVNNIAlign)
 	}
@@ -151,6 +168,11 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 // bytesInt8 views bytes as int8s.
 func bytesInt8(b []byte) []int8 {
 	return unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+}
+
+// int8Bytes views int8s as bytes.
+func int8Bytes(x []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 }
 
 // float32View views 4-byte-aligned bytes as float32s (the records are 64-byte aligned and every

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -109,9 +108,4 @@ func TestLimbRecordsFill(t *testing.T) {
 			}
 		}
 	})
-}
-
-// int8Bytes views int8s as bytes.
-func int8Bytes(x []int8) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 }

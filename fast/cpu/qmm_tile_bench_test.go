@@ -39,6 +39,33 @@ func BenchmarkQMMRowsVNNI(b *testing.B) {
 	}
 }
 
+// BenchmarkQMMLanes is BenchmarkQMMRowsVNNI for the lane-group kernel (qmmLanes).
+func BenchmarkQMMLanes(b *testing.B) {
+	if !archsimd.X86.AVX512VNNI() {
+		b.Skip("no AVX-512 VNNI")
+	}
+	for _, in := range []int{512, 1024, 2048, 4096} {
+		for _, out := range []int{2, qmmVNNIRows} {
+			b.Run(fmt.Sprintf("in%d/rows%d", in, out), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(3, 3))
+				m, x := randQMat(r, 4, out, in), randVec(r, recTile*in)
+				var recs limbRecords
+				recs.ensureLanes(recTile, in)
+				v := newVec(in, true)
+				for t := range recTile {
+					recs.fillLanes(t, x[t*in:(t+1)*in], v, qmmLimbs)
+				}
+				y := make([]float32, recTile*out)
+				for b.Loop() {
+					qmmLanes(y, out, m, 0, out, recs.rec, recs.stride, qmmLimbs, recTile)
+				}
+				flops := 2 * float64(recTile*out*in) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
 // BenchmarkQMatMatIntCold runs the integer GEMM at an expert's shape with few token rows (T8, as
 // in a 256-token prefill) over 256 different matrices (150 MB: the weights come from DRAM, as the
 // routed experts' do in prefill) against one matrix (warm in cache): one worker.

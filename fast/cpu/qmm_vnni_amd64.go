@@ -15,14 +15,6 @@ func qmm4TileVNNI(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int
 		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift))
 }
 
-// checkLimbShift panics unless shift is limbShift, the weight the assembly tile shifts each limb's
-// sum by (an immediate: see qmm_vnni_amd64.s).
-func checkLimbShift(shift uint) {
-	if shift != limbShift {
-		panic("cpu: the VNNI tile shifts limbs by limbShift only")
-	}
-}
-
 //go:noescape
 func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
 

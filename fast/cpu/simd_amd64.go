@@ -30,6 +30,9 @@ func simdImpl(level simdLevel) impl {
 	vnni := false
 	var tile qmmTileFunc
 	var tileRows qmmTileRowsFunc
+	var lanes qmmLanesFunc
+	var repack laneRepackFunc
+	var quad qmmLanesQuadFunc
 	// The fp16 KV cache: read inside the AVX-512 tiles; elsewhere widened with F16C where the CPU
 	// has it (every AVX2 CPU lily knows of; a virtual machine may hide it), else in plain Go.
 	fromF16 := f16ToF32Portable
@@ -48,41 +51,45 @@ func simdImpl(level simdLevel) impl {
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
 		readSumPF = readSum512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
-			q4, vnni, tile, tileRows = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI
+			q4, vnni, tile, tileRows, lanes = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI, qmmLanes
+			repack, quad = laneRepack, qmmLanesQuad
 		}
 	}
 	return impl{
-		qmv4:        q4,
-		qmv8:        qmv8RowsSIMD,
-		qmvQ16:      q16,
-		dot:         dotSIMD,
-		axpy:        axpy,
-		scaleAxpy:   scaleAxpy,
-		bf16mv:      bf16RowsSIMD,
-		qmm:         rows,
-		qmmPerm:     true,
-		vnni:        vnni,
-		qmmTile:     tile,
-		qmmTileRows: tileRows,
-		readSum:     readSumSIMD,
-		readSumPF:   readSumPF,
-		siluMul:     siluMulSIMD,
-		sigmoidMul:  sigmoidMulSIMD,
-		rmsNorm64:   rmsNorm64SIMD,
-		dots:        dotsSIMD,
-		expShift:    expShiftSIMD,
-		axpyRows:    axpyRowsSIMD,
-		scoreTile:   scoreTileSIMD,
-		accumTile:   accumTileSIMD,
-		deltaUpdate: deltaUpdateSIMD,
-		maxOf:       maxOfSIMD,
-		argmax:      argmaxSIMD,
-		toF16:       f32ToF16SIMD,
-		fromF16:     fromF16,
-		expTiny:     expTinySIMD,
-		scaleRows:   scaleRowsSIMD,
-		causalDecay: causalDecaySIMD,
-		accumTileT:  accumTileTSIMD,
+		qmv4:         q4,
+		qmv8:         qmv8RowsSIMD,
+		qmvQ16:       q16,
+		dot:          dotSIMD,
+		axpy:         axpy,
+		scaleAxpy:    scaleAxpy,
+		bf16mv:       bf16RowsSIMD,
+		qmm:          rows,
+		qmmPerm:      true,
+		vnni:         vnni,
+		qmmTile:      tile,
+		qmmTileRows:  tileRows,
+		qmmLanes:     lanes,
+		laneRepack:   repack,
+		qmmLanesQuad: quad,
+		readSum:      readSumSIMD,
+		readSumPF:    readSumPF,
+		siluMul:      siluMulSIMD,
+		sigmoidMul:   sigmoidMulSIMD,
+		rmsNorm64:    rmsNorm64SIMD,
+		dots:         dotsSIMD,
+		expShift:     expShiftSIMD,
+		axpyRows:     axpyRowsSIMD,
+		scoreTile:    scoreTileSIMD,
+		accumTile:    accumTileSIMD,
+		deltaUpdate:  deltaUpdateSIMD,
+		maxOf:        maxOfSIMD,
+		argmax:       argmaxSIMD,
+		toF16:        f32ToF16SIMD,
+		fromF16:      fromF16,
+		expTiny:      expTinySIMD,
+		scaleRows:    scaleRowsSIMD,
+		causalDecay:  causalDecaySIMD,
+		accumTileT:   accumTileTSIMD,
 
 		unitLowerInverse: unitLowerInverseSIMD,
 		accumTileLower:   accumTileLowerSIMD,

@@ -1,0 +1,80 @@
+// The lane-group kernels' shared macros (qmm_lanes_amd64.s, qmm_lanes_quad_amd64.s).
+
+// TRANSPOSE: the unit's step of 16 groups (8 loads: AX, and halfW = BX on for the second half) into
+// lane order, split into nibbles: register (k, p) (dword k, p = 0 even / 1 odd elements) in
+// Z(8+k) / Z(12+k) for k < 4 and Z(20+k−4) / Z(16+k−4) for k ≥ 4. Clobbers Z24–Z27, Z29–Z31;
+// reads the nibble mask in Z28.
+#define TRANSPOSE \
+	VMOVDQU64 0(AX), Z8 \
+	VMOVDQU64 64(AX), Z9 \
+	VMOVDQU64 128(AX), Z10 \
+	VMOVDQU64 192(AX), Z11 \
+	VPUNPCKLDQ Z9, Z8, Z12 \
+	VPUNPCKHDQ Z9, Z8, Z13 \
+	VPUNPCKLDQ Z11, Z10, Z14 \
+	VPUNPCKHDQ Z11, Z10, Z15 \
+	VPUNPCKLQDQ Z14, Z12, Z24 \
+	VPUNPCKHQDQ Z14, Z12, Z25 \
+	VPUNPCKLQDQ Z15, Z13, Z26 \
+	VPUNPCKHQDQ Z15, Z13, Z27 \
+	VMOVDQU64 0(AX)(BX*1), Z8 \
+	VMOVDQU64 64(AX)(BX*1), Z9 \
+	VMOVDQU64 128(AX)(BX*1), Z10 \
+	VMOVDQU64 192(AX)(BX*1), Z11 \
+	VPUNPCKLDQ Z9, Z8, Z12 \
+	VPUNPCKHDQ Z9, Z8, Z13 \
+	VPUNPCKLDQ Z11, Z10, Z14 \
+	VPUNPCKHDQ Z11, Z10, Z15 \
+	VPUNPCKLQDQ Z14, Z12, Z16 \
+	VPUNPCKHQDQ Z14, Z12, Z17 \
+	VPUNPCKLQDQ Z15, Z13, Z18 \
+	VPUNPCKHQDQ Z15, Z13, Z19 \
+	VSHUFI64X2 $0x88, Z16, Z24, Z29 \
+	VSHUFI64X2 $0xDD, Z16, Z24, Z30 \
+	VPANDD Z28, Z29, Z8 \
+	VPSRLW $4, Z29, Z31 \
+	VPANDD Z28, Z31, Z12 \
+	VPANDD Z28, Z30, Z20 \
+	VPSRLW $4, Z30, Z31 \
+	VPANDD Z28, Z31, Z16 \
+	VSHUFI64X2 $0x88, Z17, Z25, Z29 \
+	VSHUFI64X2 $0xDD, Z17, Z25, Z30 \
+	VPANDD Z28, Z29, Z9 \
+	VPSRLW $4, Z29, Z31 \
+	VPANDD Z28, Z31, Z13 \
+	VPANDD Z28, Z30, Z21 \
+	VPSRLW $4, Z30, Z31 \
+	VPANDD Z28, Z31, Z17 \
+	VSHUFI64X2 $0x88, Z18, Z26, Z29 \
+	VSHUFI64X2 $0xDD, Z18, Z26, Z30 \
+	VPANDD Z28, Z29, Z10 \
+	VPSRLW $4, Z29, Z31 \
+	VPANDD Z28, Z31, Z14 \
+	VPANDD Z28, Z30, Z22 \
+	VPSRLW $4, Z30, Z31 \
+	VPANDD Z28, Z31, Z18 \
+	VSHUFI64X2 $0x88, Z19, Z27, Z29 \
+	VSHUFI64X2 $0xDD, Z19, Z27, Z30 \
+	VPANDD Z28, Z29, Z11 \
+	VPSRLW $4, Z29, Z31 \
+	VPANDD Z28, Z31, Z15 \
+	VPANDD Z28, Z30, Z23 \
+	VPSRLW $4, Z30, Z31 \
+	VPANDD Z28, Z31, Z19
+
+
+// SCALES: the step's 16 scales (Z25) and biases (Z26) as float32 in lane order (VPERMD by the lane
+// order in Z27, which it loads from LANEORDER), from bf16 at SI and R8 (the halves R13 apart).
+#define SCALES \
+	VPMOVZXBD LANEORDER, Z27 \
+	VMOVDQU32 (SI), X25 \
+	VINSERTI32X4 $1, (SI)(R13*1), Y25, Y25 \
+	VPMOVZXWD Y25, Z25 \
+	VPERMD Z25, Z27, Z25 \
+	VPSLLD $16, Z25, Z25 \
+	VMOVDQU32 (R8), X26 \
+	VINSERTI32X4 $1, (R8)(R13*1), Y26, Y26 \
+	VPMOVZXWD Y26, Z26 \
+	VPERMD Z26, Z27, Z26 \
+	VPSLLD $16, Z26, Z26
+

@@ -1,0 +1,240 @@
+//go:build goexperiment.simd && amd64
+
+#include "textflag.h"
+
+// func qmmLanesQuadAsm(y *float32, yStride int, wt unsafe.Pointer, unitStride, steps int, rec unsafe.Pointer, recStride, limbs, quads, ntok, rows int)
+//
+// The lane-group GEMM (qmm_lanes.go) over weights already in lane order (laneRepackAsm: unit u at
+// wt + u·unitStride, its steps laneWBytes apart): quads ≥ 1 runs of 4 units against 3 token records
+// (rec, recStride apart), of which the first ntok (1–3) are stored into Y (yStride bytes a token;
+// rows = 1 or 2 floats a unit, as qmmLanesAsm).
+//
+// Per step and limb, each of the 16 registers loads the 4 units' nibbles and the 3 tokens' digits
+// once and issues 12 VPDPBUSD (0.58 loads a VPDPBUSD: qmmLanesAsm, one unit a tile, loads a
+// token's digits for every one); the tail (convert, limb scales, row scales, biases against the
+// group sums) once per unit, token and step.
+//
+// Registers: Z(3u + t) the float accumulator of unit u and token t, Z(12 + 3u + t) its integer
+// sum; Z24–Z27 the units' nibbles, Z28–Z30 the tokens' digits; AX the quad's weights at the step,
+// BX unitStride, R13 3·unitStride; DI the records at the step, R12 at the limb, R10 recStride;
+// CX steps left, DX limbs left; R9 y.
+
+// QREG(off): register off/64 of one limb: the 4 units' nibbles (AX) and the 3 tokens' digits (R12)
+// into Z12–Z23.
+#define QREG(off) \
+	VMOVDQU64 off(AX), Z24 \
+	VMOVDQU64 off(AX)(BX*1), Z25 \
+	VMOVDQU64 off(AX)(BX*2), Z26 \
+	VMOVDQU64 off(AX)(R13*1), Z27 \
+	VMOVDQU64 off(R12), Z28 \
+	VMOVDQU64 off(R12)(R10*1), Z29 \
+	VMOVDQU64 off(R12)(R10*2), Z30 \
+	VPDPBUSD Z28, Z24, Z12 \
+	VPDPBUSD Z28, Z25, Z15 \
+	VPDPBUSD Z28, Z26, Z18 \
+	VPDPBUSD Z28, Z27, Z21 \
+	VPDPBUSD Z29, Z24, Z13 \
+	VPDPBUSD Z29, Z25, Z16 \
+	VPDPBUSD Z29, Z26, Z19 \
+	VPDPBUSD Z29, Z27, Z22 \
+	VPDPBUSD Z30, Z24, Z14 \
+	VPDPBUSD Z30, Z25, Z17 \
+	VPDPBUSD Z30, Z26, Z20 \
+	VPDPBUSD Z30, Z27, Z23
+
+// QLIMB: the limb's 16 registers.
+#define QLIMB \
+	QREG(0) \
+	QREG(64) \
+	QREG(128) \
+	QREG(192) \
+	QREG(256) \
+	QREG(320) \
+	QREG(384) \
+	QREG(448) \
+	QREG(512) \
+	QREG(576) \
+	QREG(640) \
+	QREG(704) \
+	QREG(768) \
+	QREG(832) \
+	QREG(896) \
+	QREG(960)
+
+// QREDUCE(a, b, c, o1, o2, two, done): the unit whose tokens accumulate in a, b, c: per token
+// the sums of lanes 0–7 and 8–15 (Y27 lanes 2t, 2t+1), stored at o1(R9) a float a token (rows = 1:
+// their sum) or at o2(R9) two (rows = 2); R12 = R9 + 2·yStride, DX yStride, Z29 quadReduce, Z30 zero.
+#define QREDUCE(a, b, c, o1, o2, two, done) \
+	VSHUFI64X2 $0xB1, a, a, Z24 \
+	VADDPS Z24, a, a \
+	VSHUFI64X2 $0xB1, b, b, Z24 \
+	VADDPS Z24, b, b \
+	VSHUFI64X2 $0xB1, c, c, Z24 \
+	VADDPS Z24, c, c \
+	VSHUFI64X2 $0x88, b, a, Z25 \
+	VSHUFI64X2 $0x88, Z30, c, Z26 \
+	VSHUFPS $0x88, Z26, Z25, Z27 \
+	VSHUFPS $0xDD, Z26, Z25, Z28 \
+	VADDPS Z28, Z27, Z27 \
+	VSHUFPS $0xB1, Z27, Z27, Z28 \
+	VADDPS Z28, Z27, Z27 \
+	VPERMPS Z27, Z29, Z27 \
+	VEXTRACTF32X4 $1, Y27, X28 \
+	CMPQ rows+80(FP), $2 \
+	JEQ two \
+	VSHUFPS $0xB1, Y27, Y27, Y26 \
+	VADDPS Y26, Y27, Y27 \
+	VEXTRACTF32X4 $1, Y27, X28 \
+	VMOVSS X27, o1(R9) \
+	CMPQ ntok+72(FP), $1 \
+	JLE done \
+	VEXTRACTPS $2, X27, o1(R9)(DX*1) \
+	CMPQ ntok+72(FP), $2 \
+	JLE done \
+	VMOVSS X28, o1(R12) \
+	JMP done \
+two: \
+	VMOVQ X27, o2(R9) \
+	CMPQ ntok+72(FP), $1 \
+	JLE done \
+	VMOVHPS X27, o2(R9)(DX*1) \
+	CMPQ ntok+72(FP), $2 \
+	JLE done \
+	VMOVQ X28, o2(R12) \
+done:
+
+TEXT ·qmmLanesQuadAsm(SB), NOSPLIT, $0-88
+	MOVQ unitStride+24(FP), BX
+	LEAQ (BX)(BX*2), R13
+	MOVQ recStride+48(FP), R10
+quad:
+	MOVQ wt+16(FP), AX
+	MOVQ rec+40(FP), DI
+	MOVQ steps+32(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+qstep:
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ DI, R12
+	MOVQ limbs+56(FP), DX
+qlimb:
+	QLIMB
+	DECQ DX
+	JZ qtail
+	VPSLLD $8, Z12, Z12
+	VPSLLD $8, Z13, Z13
+	VPSLLD $8, Z14, Z14
+	VPSLLD $8, Z15, Z15
+	VPSLLD $8, Z16, Z16
+	VPSLLD $8, Z17, Z17
+	VPSLLD $8, Z18, Z18
+	VPSLLD $8, Z19, Z19
+	VPSLLD $8, Z20, Z20
+	VPSLLD $8, Z21, Z21
+	VPSLLD $8, Z22, Z22
+	VPSLLD $8, Z23, Z23
+	ADDQ $1024, R12
+	JMP qlimb
+qtail:
+	VMOVUPS 1088(AX), Z31
+	VCVTDQ2PS Z12, Z12
+	VMULPS 2048(DI), Z12, Z12
+	VFMADD231PS 1024(AX), Z12, Z0
+	VFMADD231PS 2112(DI), Z31, Z0
+	VCVTDQ2PS Z13, Z13
+	VMULPS 2048(DI)(R10*1), Z13, Z13
+	VFMADD231PS 1024(AX), Z13, Z1
+	VFMADD231PS 2112(DI)(R10*1), Z31, Z1
+	VCVTDQ2PS Z14, Z14
+	VMULPS 2048(DI)(R10*2), Z14, Z14
+	VFMADD231PS 1024(AX), Z14, Z2
+	VFMADD231PS 2112(DI)(R10*2), Z31, Z2
+	VMOVUPS 1088(AX)(BX*1), Z31
+	VCVTDQ2PS Z15, Z15
+	VMULPS 2048(DI), Z15, Z15
+	VFMADD231PS 1024(AX)(BX*1), Z15, Z3
+	VFMADD231PS 2112(DI), Z31, Z3
+	VCVTDQ2PS Z16, Z16
+	VMULPS 2048(DI)(R10*1), Z16, Z16
+	VFMADD231PS 1024(AX)(BX*1), Z16, Z4
+	VFMADD231PS 2112(DI)(R10*1), Z31, Z4
+	VCVTDQ2PS Z17, Z17
+	VMULPS 2048(DI)(R10*2), Z17, Z17
+	VFMADD231PS 1024(AX)(BX*1), Z17, Z5
+	VFMADD231PS 2112(DI)(R10*2), Z31, Z5
+	VMOVUPS 1088(AX)(BX*2), Z31
+	VCVTDQ2PS Z18, Z18
+	VMULPS 2048(DI), Z18, Z18
+	VFMADD231PS 1024(AX)(BX*2), Z18, Z6
+	VFMADD231PS 2112(DI), Z31, Z6
+	VCVTDQ2PS Z19, Z19
+	VMULPS 2048(DI)(R10*1), Z19, Z19
+	VFMADD231PS 1024(AX)(BX*2), Z19, Z7
+	VFMADD231PS 2112(DI)(R10*1), Z31, Z7
+	VCVTDQ2PS Z20, Z20
+	VMULPS 2048(DI)(R10*2), Z20, Z20
+	VFMADD231PS 1024(AX)(BX*2), Z20, Z8
+	VFMADD231PS 2112(DI)(R10*2), Z31, Z8
+	VMOVUPS 1088(AX)(R13*1), Z31
+	VCVTDQ2PS Z21, Z21
+	VMULPS 2048(DI), Z21, Z21
+	VFMADD231PS 1024(AX)(R13*1), Z21, Z9
+	VFMADD231PS 2112(DI), Z31, Z9
+	VCVTDQ2PS Z22, Z22
+	VMULPS 2048(DI)(R10*1), Z22, Z22
+	VFMADD231PS 1024(AX)(R13*1), Z22, Z10
+	VFMADD231PS 2112(DI)(R10*1), Z31, Z10
+	VCVTDQ2PS Z23, Z23
+	VMULPS 2048(DI)(R10*2), Z23, Z23
+	VFMADD231PS 1024(AX)(R13*1), Z23, Z11
+	VFMADD231PS 2112(DI)(R10*2), Z31, Z11
+	ADDQ $1152, AX
+	ADDQ $2176, DI
+	DECQ CX
+	JNZ qstep
+	VPXORD Z30, Z30, Z30
+	VPMOVZXBD quadReduce<>(SB), Z29
+	MOVQ y+0(FP), R9
+	MOVQ yStride+8(FP), DX
+	LEAQ (R9)(DX*2), R12
+	QREDUCE(Z0, Z1, Z2, 0, 0, two0, done0)
+	QREDUCE(Z3, Z4, Z5, 4, 8, two1, done1)
+	QREDUCE(Z6, Z7, Z8, 8, 16, two2, done2)
+	QREDUCE(Z9, Z10, Z11, 12, 24, two3, done3)
+	MOVQ rows+80(FP), DX
+	SHLQ $4, DX
+	ADDQ DX, y+0(FP)
+	LEAQ (BX)(BX*1), DX
+	LEAQ (DX)(DX*1), DX
+	ADDQ DX, wt+16(FP)
+	DECQ quads+64(FP)
+	JNZ quad
+	VZEROUPPER
+	RET
+
+// quadReduce: VPERMPS indices (bytes, widened) gathering the reduction's sums (lanes 0, 4, 8, 12,
+// then 2, 6, 10, 14) into lanes 0–7.
+DATA quadReduce<>+0(SB)/8, $0x0E0A06020C080400
+DATA quadReduce<>+8(SB)/8, $0
+GLOBL quadReduce<>(SB), RODATA|NOPTR, $16
