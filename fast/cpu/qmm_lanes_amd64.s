@@ -317,7 +317,8 @@ rstep:
 	// Prefetch this step of the unit two units on: the weights of an expert few tokens chose come
 	// from DRAM, and this is their first read.
 	MOVQ unitW+16(FP), DX
-	LEAQ (AX)(DX*2), DX
+	IMULQ $8, DX
+	ADDQ AX, DX
 	PREFETCHT0 (DX)
 	PREFETCHT0 64(DX)
 	PREFETCHT0 128(DX)
@@ -327,10 +328,11 @@ rstep:
 	PREFETCHT0 128(DX)(BX*1)
 	PREFETCHT0 192(DX)(BX*1)
 	MOVQ unitSc+48(FP), DX
-	LEAQ (SI)(DX*2), R9
+	IMULQ $8, DX
+	LEAQ (SI)(DX*1), R9
 	PREFETCHT0 (R9)
 	PREFETCHT0 (R9)(R13*1)
-	LEAQ (R8)(DX*2), R9
+	LEAQ (R8)(DX*1), R9
 	PREFETCHT0 (R9)
 	PREFETCHT0 (R9)(R13*1)
 	TRANSPOSE

@@ -61,6 +61,71 @@
 	QREG(896) \
 	QREG(960)
 
+// QREG2, QREG1, QLIMB2, QLIMB1: QREG and QLIMB for the first two tokens or the first alone (a
+// last tile of 2 or 1: the other sums stay zero).
+#define QREG2(off) \
+	VMOVDQU64 off(AX), Z24 \
+	VMOVDQU64 off(AX)(BX*1), Z25 \
+	VMOVDQU64 off(AX)(BX*2), Z26 \
+	VMOVDQU64 off(AX)(R13*1), Z27 \
+	VMOVDQU64 off(R12), Z28 \
+	VMOVDQU64 off(R12)(R10*1), Z29 \
+	VPDPBUSD Z28, Z24, Z12 \
+	VPDPBUSD Z28, Z25, Z15 \
+	VPDPBUSD Z28, Z26, Z18 \
+	VPDPBUSD Z28, Z27, Z21 \
+	VPDPBUSD Z29, Z24, Z13 \
+	VPDPBUSD Z29, Z25, Z16 \
+	VPDPBUSD Z29, Z26, Z19 \
+	VPDPBUSD Z29, Z27, Z22
+
+#define QREG1(off) \
+	VMOVDQU64 off(AX), Z24 \
+	VMOVDQU64 off(AX)(BX*1), Z25 \
+	VMOVDQU64 off(AX)(BX*2), Z26 \
+	VMOVDQU64 off(AX)(R13*1), Z27 \
+	VMOVDQU64 off(R12), Z28 \
+	VPDPBUSD Z28, Z24, Z12 \
+	VPDPBUSD Z28, Z25, Z15 \
+	VPDPBUSD Z28, Z26, Z18 \
+	VPDPBUSD Z28, Z27, Z21
+
+#define QLIMB2 \
+	QREG2(0) \
+	QREG2(64) \
+	QREG2(128) \
+	QREG2(192) \
+	QREG2(256) \
+	QREG2(320) \
+	QREG2(384) \
+	QREG2(448) \
+	QREG2(512) \
+	QREG2(576) \
+	QREG2(640) \
+	QREG2(704) \
+	QREG2(768) \
+	QREG2(832) \
+	QREG2(896) \
+	QREG2(960)
+
+#define QLIMB1 \
+	QREG1(0) \
+	QREG1(64) \
+	QREG1(128) \
+	QREG1(192) \
+	QREG1(256) \
+	QREG1(320) \
+	QREG1(384) \
+	QREG1(448) \
+	QREG1(512) \
+	QREG1(576) \
+	QREG1(640) \
+	QREG1(704) \
+	QREG1(768) \
+	QREG1(832) \
+	QREG1(896) \
+	QREG1(960)
+
 // QREDUCE(a, b, c, o1, o2, two, done): the unit whose tokens accumulate in a, b, c: per token
 // the sums of lanes 0–7 and 8–15 (Y27 lanes 2t, 2t+1), stored at o1(R9) a float a token (rows = 1:
 // their sum) or at o2(R9) two (rows = 2); R12 = R9 + 2·yStride, DX yStride, Z29 quadReduce, Z30 zero.
@@ -139,7 +204,17 @@ qstep:
 	MOVQ DI, R12
 	MOVQ limbs+56(FP), DX
 qlimb:
+	CMPQ ntok+72(FP), $2
+	JLT qlimb1
+	JEQ qlimb2
 	QLIMB
+	JMP qlimbed
+qlimb2:
+	QLIMB2
+	JMP qlimbed
+qlimb1:
+	QLIMB1
+qlimbed:
 	DECQ DX
 	JZ qtail
 	VPSLLD $8, Z12, Z12
