@@ -115,8 +115,9 @@ func (r *limbRecords) ensureLanes(t, in int) {
 
 // fillLanes writes token row t's lane record from x: [in], with v (a Vec of width in with the limb
 // copy) as scratch, for a kernel that reads n limbs: the limbs as the mat-vec lays them out, each
-// limb and parity of a step's 16 groups transposed into lane order (laneTranspose, else a dword at
-// a time), then each lane's limb scale and group sum.
+// limb and parity of a step's 16 groups transposed into lane order with its lanes' digit sums
+// (laneTranspose, else in plain Go), then each lane's limb scale and group sum Σ x̂: the sums of
+// the first n limbs by Horner's rule, times the lane's limb scale.
 func (r *limbRecords) fillLanes(t int, x []float32, v *Vec, n int) {
 	v.limbsInto(v.l8, vecLimbLayout(), x)
 	src := int8Bytes(v.l8)
@@ -126,19 +127,20 @@ func (r *limbRecords) fillLanes(t int, x []float32, v *Vec, n int) {
 	if r.lanes == 1 {
 		half = 4 * limbBytes
 	}
+	var sums [2][2][16]int32 // [limb][parity][lane]
 	for st := range r.blocks {
 		blk := rec[st*laneStepBytes : (st+1)*laneStepBytes]
 		first := 8 * st * limbBytes // the step's first pair of groups (st = 0 with two rows a unit)
 		for l := range 2 {
 			for p := range 2 {
 				dst, from := blk[1024*l+64*p:], src[first+(2*l+p)*64:]
-				if !laneTranspose(dst, 128, from, limbBytes, half) {
-					laneTransposePortable(dst, 128, from, limbBytes, half)
+				if !laneTranspose(dst, 128, from, limbBytes, half, &sums[l][p]) {
+					laneTransposePortable(dst, 128, from, limbBytes, half, &sums[l][p])
 				}
 			}
 		}
 		pat := float32View(blk[lanePatOff : lanePatOff+64])
-		sums := float32View(blk[laneSumOff : laneSumOff+64])
+		gs := float32View(blk[laneSumOff : laneSumOff+64])
 		for L := range 16 {
 			g := laneGroup(L)
 			if r.lanes == 1 {
@@ -146,30 +148,32 @@ func (r *limbRecords) fillLanes(t int, x []float32, v *Vec, n int) {
 			} else {
 				g %= 8
 			}
-			base := g/2*limbBytes + 32*(g%2) // the group's a_even digits in v.l8
 			var tot int32
 			for l := range n {
-				d := offsetByteSum(src[base+2*l*64:base+2*l*64+32]) + offsetByteSum(src[base+(2*l+1)*64:base+(2*l+1)*64+32])
-				tot = tot<<limbShift + int32(d-64*128)
+				tot = tot<<limbShift + sums[l][0][L] + sums[l][1][L]
 			}
 			pat[L] = v.dl[g] * scale
-			sums[L] = float32(float64(tot) * float64(v.dl[g]*scale))
+			gs[L] = float32(float64(tot) * float64(v.dl[g]*scale))
 		}
 	}
 }
 
 // laneTransposePortable is laneTranspose in plain Go: register k's lane L at dst + k·dstStride +
 // 4L holds dword k of the lane's group (laneGroup(L): group s's 32 bytes at src + (s/2 mod 4)·srcStride
-// + 32·(s%2), plus half for s ≥ 8).
-func laneTransposePortable(dst []byte, dstStride int, src []byte, srcStride, half int) {
+// + 32·(s%2), plus half for s ≥ 8), and sums[L] the sum of those 32 digits.
+func laneTransposePortable(dst []byte, dstStride int, src []byte, srcStride, half int, sums *[16]int32) {
 	for L := range 16 {
 		s := laneGroup(L)
 		off := (s/2%4)*srcStride + 32*(s%2)
 		if s >= 8 {
 			off += half
 		}
+		sums[L] = 0
 		for k := range 8 {
 			copy(dst[k*dstStride+4*L:k*dstStride+4*L+4], src[off+4*k:off+4*k+4])
+		}
+		for _, d := range src[off : off+32] {
+			sums[L] += int32(int8(d))
 		}
 	}
 }

@@ -46,16 +46,17 @@ func qmmLanes(y []float32, yStride int, m *QMat, o, nrows int, rec []byte, strid
 func qmmLanesAsm(y *float32, yStride int, w unsafe.Pointer, unitW, halfW int, sc, bi unsafe.Pointer, unitSc, halfSc, steps int, rec unsafe.Pointer, recStride, limbs, units, ntok, rows int)
 
 // laneTranspose writes the lane-order registers of one limb and parity of 16 groups (see
-// laneTransposeAsm) from src into dst; the slices' bounds are checked here.
-func laneTranspose(dst []byte, dstStride int, src []byte, srcStride, half int) bool {
+// laneTransposeAsm) from src into dst, and each lane's digit sum into sums; the slices' bounds are
+// checked here.
+func laneTranspose(dst []byte, dstStride int, src []byte, srcStride, half int, sums *[16]int32) bool {
 	_ = dst[7*dstStride+63]
 	_ = src[max(3*srcStride, half+3*srcStride)+63]
-	laneTransposeAsm(unsafe.Pointer(&dst[0]), dstStride, unsafe.Pointer(&src[0]), srcStride, half)
+	laneTransposeAsm(unsafe.Pointer(&dst[0]), dstStride, unsafe.Pointer(&src[0]), srcStride, half, &sums[0])
 	return true
 }
 
 //go:noescape
-func laneTransposeAsm(dst unsafe.Pointer, dstStride int, src unsafe.Pointer, srcStride, half int)
+func laneTransposeAsm(dst unsafe.Pointer, dstStride int, src unsafe.Pointer, srcStride, half int, sums *int32)
 
 // laneRepack writes units units of m from row o (rows = laneRows(m.In) rows a unit) in lane order
 // into dst: [units, steps, laneWBytes] (laneRepackAsm).

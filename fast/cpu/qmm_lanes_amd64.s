@@ -371,12 +371,13 @@ rstep:
 	VZEROUPPER
 	RET
 
-// func laneTransposeAsm(dst unsafe.Pointer, dstStride int, src unsafe.Pointer, srcStride, half int)
+// func laneTransposeAsm(dst unsafe.Pointer, dstStride int, src unsafe.Pointer, srcStride, half int, sums *int32)
 //
 // The kernel's transpose for the token records: 16 groups' 32-byte digit arrays (groups 2j and
 // 2j+1 in the 64 bytes at src + j·srcStride for j < 4, at src + half + (j−4)·srcStride for j ≥ 4)
-// into 8 registers of lane order, register k (dword k of every group) stored at dst + k·dstStride.
-TEXT ·laneTransposeAsm(SB), NOSPLIT, $0-40
+// into 8 registers of lane order, register k (dword k of every group) stored at dst + k·dstStride;
+// and each lane's sum of its 32 digits (VPDPBUSD by bytes of 1) into sums[0:16].
+TEXT ·laneTransposeAsm(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ dstStride+8(FP), DX
 	MOVQ src+16(FP), AX
@@ -426,6 +427,27 @@ TEXT ·laneTransposeAsm(SB), NOSPLIT, $0-40
 	VSHUFI64X2 $0xDD, Z19, Z27, Z9
 	VMOVDQU64 Z8, (DI)(R8*1)
 	VMOVDQU64 Z9, (R9)(R8*1)
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z10
+	VPXORD Z11, Z11, Z11
+	VMOVDQU64 (DI), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (DI)(DX*1), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (DI)(DX*2), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (DI)(R8*1), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (R9), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (R9)(DX*1), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (R9)(DX*2), Z8
+	VPDPBUSD Z8, Z10, Z11
+	VMOVDQU64 (R9)(R8*1), Z8
+	VPDPBUSD Z8, Z10, Z11
+	MOVQ sums+40(FP), AX
+	VMOVDQU32 Z11, (AX)
 	VZEROUPPER
 	RET
 

@@ -122,7 +122,7 @@ func TestQMatMatLanesQuad(t *testing.T) {
 	}
 }
 
-// TestLaneTranspose holds the records' vector transpose to its plain-Go model, with the second
+// TestLaneTranspose holds the records' vector transpose and digit sums to their plain-Go model, with the second
 // half elsewhere (one row a unit) and the same as the first (two rows a unit).
 func TestLaneTranspose(t *testing.T) {
 	r := newRand(5)
@@ -132,14 +132,18 @@ func TestLaneTranspose(t *testing.T) {
 	}
 	for _, half := range []int{4 * limbBytes, 0} {
 		want, got := make([]byte, 8*128), make([]byte, 8*128)
-		laneTransposePortable(want, 128, src, limbBytes, half)
-		if !laneTranspose(got, 128, src, limbBytes, half) {
+		var wantSums, gotSums [16]int32
+		laneTransposePortable(want, 128, src, limbBytes, half, &wantSums)
+		if !laneTranspose(got, 128, src, limbBytes, half, &gotSums) {
 			t.Skip("no vector transpose in this build")
 		}
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("half %d: byte %d = %#x, want %#x", half, i, got[i], want[i])
 			}
+		}
+		if gotSums != wantSums {
+			t.Fatalf("half %d: digit sums %v, want %v", half, gotSums, wantSums)
 		}
 	}
 }
