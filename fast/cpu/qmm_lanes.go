@@ -28,6 +28,11 @@ const (
 	// T = 4 runs one tile of 4 in registers where the quad would run 3 + 1).
 	laneQuadTokens    = 3
 	laneQuadMinTokens = 5
+	// laneQuadOuterBytes: while a call's records take at most this many bytes, a quad's weights
+	// are written out and run against every token before the next quad's (they stay in L1, and
+	// the next quads' reads from DRAM overlap the work: BenchmarkQMatMatIntCold); past it a whole
+	// row block is written out first (the records would not stay in L2 across the quads).
+	laneQuadOuterBytes = 512 << 10
 )
 
 // qmmLanesFunc computes rows [o, o+nrows) of the integer GEMM on the lane-group kernel for a tile
@@ -59,9 +64,20 @@ func (k *Kernels) qmmLanesRows(w int, y []float32, m *QMat, r *limbRecords, t, o
 				k.laneW[w] = make([]byte, qmmVNNIRows*steps*laneWBytes)
 			}
 			ws := k.laneW[w][:need]
-			k.f.laneRepack(ws, m, b0, units)
-			for t0 := 0; t0 < t; t0 += laneQuadTokens {
-				k.f.qmmLanesQuad(y[t0*m.Out+b0:], m.Out, ws, steps, quads, r.rec[t0*r.stride:], r.stride, k.limbs, min(laneQuadTokens, t-t0), rows)
+			if t*r.stride <= laneQuadOuterBytes {
+				qb := 4 * steps * laneWBytes
+				for q := range quads {
+					o := b0 + 4*q*rows
+					k.f.laneRepack(ws[:qb], m, o, 4)
+					for t0 := 0; t0 < t; t0 += laneQuadTokens {
+						k.f.qmmLanesQuad(y[t0*m.Out+o:], m.Out, ws[:qb], steps, 1, r.rec[t0*r.stride:], r.stride, k.limbs, min(laneQuadTokens, t-t0), rows)
+					}
+				}
+			} else {
+				k.f.laneRepack(ws, m, b0, units)
+				for t0 := 0; t0 < t; t0 += laneQuadTokens {
+					k.f.qmmLanesQuad(y[t0*m.Out+b0:], m.Out, ws, steps, quads, r.rec[t0*r.stride:], r.stride, k.limbs, min(laneQuadTokens, t-t0), rows)
+				}
 			}
 			done = b0 + units*rows
 		}

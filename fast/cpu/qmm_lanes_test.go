@@ -147,3 +147,31 @@ func TestLaneTranspose(t *testing.T) {
 		}
 	}
 }
+
+// TestQMatMatLanesOrders holds the two orders of qmmLanesRows to each other bit for bit: a call
+// whose records pass laneQuadOuterBytes (a row block written out, then every tile) against the
+// same tokens in calls small enough for quad after quad; and the large call to the budget.
+func TestQMatMatLanesOrders(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	const out, in, tok, part = 40, 4096, 70, 10
+	if tok*laneSteps(in, 1)*laneStepBytes <= laneQuadOuterBytes || part*laneSteps(in, 1)*laneStepBytes > laneQuadOuterBytes {
+		t.Fatal("the case no longer takes both orders")
+	}
+	m, x := randIntCase(newRand(11), out, in/512, tok)
+	whole := make([]float32, tok*out)
+	k.QMatMat(whole, m, x, tok)
+	parts := make([]float32, tok*out)
+	for t0 := 0; t0 < tok; t0 += part {
+		k.QMatMat(parts[t0*out:], m, x[t0*in:], part)
+	}
+	for i := range whole {
+		if math.Float32bits(whole[i]) != math.Float32bits(parts[i]) {
+			t.Fatalf("Y[%d,%d] = %g in one call, %g in calls of %d", i/out, i%out, whole[i], parts[i], part)
+		}
+	}
+	if bad, _ := qmmIntViolations(k, m, x, tok); bad > 0 {
+		t.Fatalf("%d outputs over budget", bad)
+	}
+}
