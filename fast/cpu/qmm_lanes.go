@@ -2,8 +2,11 @@ package cpu
 
 // The lane-group integer GEMM (qmm_lanes_amd64.s): every 32-bit lane of a VPDPBUSD sum holds one
 // group's 64 products, so the float tail (convert, limb scales, row scales, biases) runs once per
-// 16 groups, where the 2-group tile (qmm_vnni_amd64.s) runs it once per 2. The weights stay in the
-// checkpoint's layout and are transposed in registers; the token records are written in lane order.
+// 16 groups, where the 2-group tile (qmm_vnni_amd64.s) runs it once per 2. The checkpoint's layout
+// puts two groups in every 64 bytes: the weights are transposed into lane order per call, into a
+// scratch that a 4-row × 3-token tile reads (laneRepackAsm, qmm_lanes_quad_amd64.s), or for a call
+// of 1, 2 or 4 tokens in registers per 4-token tile (qmmLanesAsm); the token records are written
+// in lane order.
 //
 // A unit is 16 groups: one row's 1024 inputs a step (In a multiple of 1024), or the 8 groups of each
 // of two rows (In = 512, the expert down projections). A step's record, per token:
