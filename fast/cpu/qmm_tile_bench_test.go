@@ -67,31 +67,34 @@ func BenchmarkQMMLanes(b *testing.B) {
 }
 
 // BenchmarkQMatMatIntCold runs the integer GEMM at an expert's shape with few token rows (T8, as
-// in a 256-token prefill) over 256 different matrices (150 MB: the weights come from DRAM, as the
-// routed experts' do in prefill) against one matrix (warm in cache): one worker.
+// in a 256-token prefill; T4, a call the lane GEMM runs in registers) over 256 different matrices
+// (150 MB: the weights come from DRAM, as the routed experts' do in prefill) against one matrix
+// (warm in cache): one worker.
 func BenchmarkQMatMatIntCold(b *testing.B) {
-	const out, in, t = 512, 2048, 8
-	for _, n := range []int{1, 256} {
-		b.Run(fmt.Sprintf("mats%d", n), func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			p := NewPool(1)
-			defer p.Close()
-			k := intKernels(b, p, qmmLimbs, limbShift)
-			r := rand.New(rand.NewPCG(3, 3))
-			ms := make([]*QMat, n)
-			for i := range ms {
-				ms[i] = randQMat(r, 4, out, in)
-			}
-			x := randVec(r, t*in)
-			y := make([]float32, t*out)
-			i := 0
-			for b.Loop() {
-				k.QMatMat(y, ms[i%n], x, t)
-				i++
-			}
-			b.ReportMetric(2*float64(t*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+	const out, in = 512, 2048
+	for _, t := range []int{8, 4} {
+		for _, n := range []int{1, 256} {
+			b.Run(fmt.Sprintf("T%d/mats%d", t, n), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				p := NewPool(1)
+				defer p.Close()
+				k := intKernels(b, p, qmmLimbs, limbShift)
+				r := rand.New(rand.NewPCG(3, 3))
+				ms := make([]*QMat, n)
+				for i := range ms {
+					ms[i] = randQMat(r, 4, out, in)
+				}
+				x := randVec(r, t*in)
+				y := make([]float32, t*out)
+				i := 0
+				for b.Loop() {
+					k.QMatMat(y, ms[i%n], x, t)
+					i++
+				}
+				b.ReportMetric(2*float64(t*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
 
