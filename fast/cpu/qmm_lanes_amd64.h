@@ -1,5 +1,31 @@
 // The lane-group kernels' shared macros (qmm_lanes_amd64.s, qmm_lanes_quad_amd64.s).
 
+// UNPACK4(o0, o1, o2, o3): the 4×4 dword transposes inside each 128-bit lane of Z8–Z11 (VPUNPCK,
+// through Z12–Z15) into o0–o3: o_m's lane c holds dword m of lane c of Z8, Z9, Z10, Z11 in turn.
+#define UNPACK4(o0, o1, o2, o3) \
+	VPUNPCKLDQ Z9, Z8, Z12 \
+	VPUNPCKHDQ Z9, Z8, Z13 \
+	VPUNPCKLDQ Z11, Z10, Z14 \
+	VPUNPCKHDQ Z11, Z10, Z15 \
+	VPUNPCKLQDQ Z14, Z12, o0 \
+	VPUNPCKHQDQ Z14, Z12, o1 \
+	VPUNPCKLQDQ Z15, Z13, o2 \
+	VPUNPCKHQDQ Z15, Z13, o3
+
+// SPLIT2(a, b, e0, d0, e1, d1): registers k and k+4 of the lane order from the first half's a and
+// the second half's b (UNPACK4 outputs m = k; VSHUFI64X2 gathers their 128-bit lanes), split into
+// even (low) and odd (high) nibbles: e0/d0 register k's, e1/d1 register k+4's. Z29–Z31 scratch,
+// Z28 the nibble mask.
+#define SPLIT2(a, b, e0, d0, e1, d1) \
+	VSHUFI64X2 $0x88, b, a, Z29 \
+	VSHUFI64X2 $0xDD, b, a, Z30 \
+	VPANDD Z28, Z29, e0 \
+	VPSRLW $4, Z29, Z31 \
+	VPANDD Z28, Z31, d0 \
+	VPANDD Z28, Z30, e1 \
+	VPSRLW $4, Z30, Z31 \
+	VPANDD Z28, Z31, d1
+
 // TRANSPOSE: the unit's step of 16 groups (8 loads: AX, and halfW = BX on for the second half) into
 // lane order, split into nibbles: register (k, p) (dword k, p = 0 even / 1 odd elements) in
 // Z(8+k) / Z(12+k) for k < 4 and Z(20+k−4) / Z(16+k−4) for k ≥ 4. Clobbers Z24–Z27, Z29–Z31;
@@ -9,59 +35,16 @@
 	VMOVDQU64 64(AX), Z9 \
 	VMOVDQU64 128(AX), Z10 \
 	VMOVDQU64 192(AX), Z11 \
-	VPUNPCKLDQ Z9, Z8, Z12 \
-	VPUNPCKHDQ Z9, Z8, Z13 \
-	VPUNPCKLDQ Z11, Z10, Z14 \
-	VPUNPCKHDQ Z11, Z10, Z15 \
-	VPUNPCKLQDQ Z14, Z12, Z24 \
-	VPUNPCKHQDQ Z14, Z12, Z25 \
-	VPUNPCKLQDQ Z15, Z13, Z26 \
-	VPUNPCKHQDQ Z15, Z13, Z27 \
+	UNPACK4(Z24, Z25, Z26, Z27) \
 	VMOVDQU64 0(AX)(BX*1), Z8 \
 	VMOVDQU64 64(AX)(BX*1), Z9 \
 	VMOVDQU64 128(AX)(BX*1), Z10 \
 	VMOVDQU64 192(AX)(BX*1), Z11 \
-	VPUNPCKLDQ Z9, Z8, Z12 \
-	VPUNPCKHDQ Z9, Z8, Z13 \
-	VPUNPCKLDQ Z11, Z10, Z14 \
-	VPUNPCKHDQ Z11, Z10, Z15 \
-	VPUNPCKLQDQ Z14, Z12, Z16 \
-	VPUNPCKHQDQ Z14, Z12, Z17 \
-	VPUNPCKLQDQ Z15, Z13, Z18 \
-	VPUNPCKHQDQ Z15, Z13, Z19 \
-	VSHUFI64X2 $0x88, Z16, Z24, Z29 \
-	VSHUFI64X2 $0xDD, Z16, Z24, Z30 \
-	VPANDD Z28, Z29, Z8 \
-	VPSRLW $4, Z29, Z31 \
-	VPANDD Z28, Z31, Z12 \
-	VPANDD Z28, Z30, Z20 \
-	VPSRLW $4, Z30, Z31 \
-	VPANDD Z28, Z31, Z16 \
-	VSHUFI64X2 $0x88, Z17, Z25, Z29 \
-	VSHUFI64X2 $0xDD, Z17, Z25, Z30 \
-	VPANDD Z28, Z29, Z9 \
-	VPSRLW $4, Z29, Z31 \
-	VPANDD Z28, Z31, Z13 \
-	VPANDD Z28, Z30, Z21 \
-	VPSRLW $4, Z30, Z31 \
-	VPANDD Z28, Z31, Z17 \
-	VSHUFI64X2 $0x88, Z18, Z26, Z29 \
-	VSHUFI64X2 $0xDD, Z18, Z26, Z30 \
-	VPANDD Z28, Z29, Z10 \
-	VPSRLW $4, Z29, Z31 \
-	VPANDD Z28, Z31, Z14 \
-	VPANDD Z28, Z30, Z22 \
-	VPSRLW $4, Z30, Z31 \
-	VPANDD Z28, Z31, Z18 \
-	VSHUFI64X2 $0x88, Z19, Z27, Z29 \
-	VSHUFI64X2 $0xDD, Z19, Z27, Z30 \
-	VPANDD Z28, Z29, Z11 \
-	VPSRLW $4, Z29, Z31 \
-	VPANDD Z28, Z31, Z15 \
-	VPANDD Z28, Z30, Z23 \
-	VPSRLW $4, Z30, Z31 \
-	VPANDD Z28, Z31, Z19
-
+	UNPACK4(Z16, Z17, Z18, Z19) \
+	SPLIT2(Z24, Z16, Z8, Z12, Z20, Z16) \
+	SPLIT2(Z25, Z17, Z9, Z13, Z21, Z17) \
+	SPLIT2(Z26, Z18, Z10, Z14, Z22, Z18) \
+	SPLIT2(Z27, Z19, Z11, Z15, Z23, Z19)
 
 // SCALES: the step's 16 scales (Z25) and biases (Z26) as float32 in lane order (VPERMD by the lane
 // order in Z27, which it loads from LANEORDER), from bf16 at SI and R8 (the halves R13 apart).

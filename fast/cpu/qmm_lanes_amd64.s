@@ -164,7 +164,7 @@
 	VMOVDQU64 960(R12)(R11*1), Z30 \
 	VPDPBUSD Z30, Z19, Z7
 
-// TAIL(addr, s, f): token sums s converted, times the token's limb scales, into f with the row scales;
+// TAIL(base, s, f): token sums s converted, times the token's limb scales, into f with the row scales;
 // then the biases against its group sums.
 #define TAIL(base, s, f) \
 	VCVTDQ2PS s, s \
@@ -388,27 +388,13 @@ TEXT ·laneTransposeAsm(SB), NOSPLIT, $0-48
 	VMOVDQU64 (AX)(CX*1), Z9
 	VMOVDQU64 (AX)(CX*2), Z10
 	VMOVDQU64 (AX)(R8*1), Z11
-	VPUNPCKLDQ Z9, Z8, Z12
-	VPUNPCKHDQ Z9, Z8, Z13
-	VPUNPCKLDQ Z11, Z10, Z14
-	VPUNPCKHDQ Z11, Z10, Z15
-	VPUNPCKLQDQ Z14, Z12, Z24
-	VPUNPCKHQDQ Z14, Z12, Z25
-	VPUNPCKLQDQ Z15, Z13, Z26
-	VPUNPCKHQDQ Z15, Z13, Z27
+	UNPACK4(Z24, Z25, Z26, Z27)
 	ADDQ BX, AX
 	VMOVDQU64 (AX), Z8
 	VMOVDQU64 (AX)(CX*1), Z9
 	VMOVDQU64 (AX)(CX*2), Z10
 	VMOVDQU64 (AX)(R8*1), Z11
-	VPUNPCKLDQ Z9, Z8, Z12
-	VPUNPCKHDQ Z9, Z8, Z13
-	VPUNPCKLDQ Z11, Z10, Z14
-	VPUNPCKHDQ Z11, Z10, Z15
-	VPUNPCKLQDQ Z14, Z12, Z16
-	VPUNPCKHQDQ Z14, Z12, Z17
-	VPUNPCKLQDQ Z15, Z13, Z18
-	VPUNPCKHQDQ Z15, Z13, Z19
+	UNPACK4(Z16, Z17, Z18, Z19)
 	LEAQ (DX)(DX*2), R8
 	LEAQ (DI)(DX*4), R9
 	VSHUFI64X2 $0x88, Z16, Z24, Z8
