@@ -19,112 +19,58 @@
 // BX unitStride, R13 3·unitStride; DI the records at the step, R12 at the limb, R10 recStride;
 // CX steps left, DX limbs left; R9 y.
 
-// QREG(off): register off/64 of one limb: the 4 units' nibbles (AX) and the 3 tokens' digits (R12)
-// into Z12–Z23.
-#define QREG(off) \
+// QW(off): register off/64 of one limb for the 4 units: their nibbles (AX) into Z24–Z27.
+#define QW(off) \
 	VMOVDQU64 off(AX), Z24 \
 	VMOVDQU64 off(AX)(BX*1), Z25 \
 	VMOVDQU64 off(AX)(BX*2), Z26 \
-	VMOVDQU64 off(AX)(R13*1), Z27 \
-	VMOVDQU64 off(R12), Z28 \
-	VMOVDQU64 off(R12)(R10*1), Z29 \
-	VMOVDQU64 off(R12)(R10*2), Z30 \
-	VPDPBUSD Z28, Z24, Z12 \
-	VPDPBUSD Z28, Z25, Z15 \
-	VPDPBUSD Z28, Z26, Z18 \
-	VPDPBUSD Z28, Z27, Z21 \
-	VPDPBUSD Z29, Z24, Z13 \
-	VPDPBUSD Z29, Z25, Z16 \
-	VPDPBUSD Z29, Z26, Z19 \
-	VPDPBUSD Z29, Z27, Z22 \
-	VPDPBUSD Z30, Z24, Z14 \
-	VPDPBUSD Z30, Z25, Z17 \
-	VPDPBUSD Z30, Z26, Z20 \
-	VPDPBUSD Z30, Z27, Z23
+	VMOVDQU64 off(AX)(R13*1), Z27
 
-// QLIMB: the limb's 16 registers.
-#define QLIMB \
-	QREG(0) \
-	QREG(64) \
-	QREG(128) \
-	QREG(192) \
-	QREG(256) \
-	QREG(320) \
-	QREG(384) \
-	QREG(448) \
-	QREG(512) \
-	QREG(576) \
-	QREG(640) \
-	QREG(704) \
-	QREG(768) \
-	QREG(832) \
-	QREG(896) \
-	QREG(960)
+// QT(addr, z, s0, s1, s2, s3): one token's digits of that register (at addr, into z) times the 4
+// units' nibbles, into the token's sums s0–s3 (units 0–3).
+#define QT(addr, z, s0, s1, s2, s3) \
+	VMOVDQU64 addr, z \
+	VPDPBUSD z, Z24, s0 \
+	VPDPBUSD z, Z25, s1 \
+	VPDPBUSD z, Z26, s2 \
+	VPDPBUSD z, Z27, s3
 
-// QREG2, QREG1, QLIMB2, QLIMB1: QREG and QLIMB for the first two tokens or the first alone (a
-// last tile of 2 or 1: the other sums stay zero).
+// QREG3(off), QREG2(off), QREG1(off): register off/64 of one limb for the 4 units and the tile's
+// 3 tokens (R12, R10 apart), or only its first 2 or 1 (a last tile of 2 or 1: the other sums stay
+// zero), into Z12–Z23.
+#define QREG3(off) \
+	QW(off) \
+	QT(off(R12), Z28, Z12, Z15, Z18, Z21) \
+	QT(off(R12)(R10*1), Z29, Z13, Z16, Z19, Z22) \
+	QT(off(R12)(R10*2), Z30, Z14, Z17, Z20, Z23)
+
 #define QREG2(off) \
-	VMOVDQU64 off(AX), Z24 \
-	VMOVDQU64 off(AX)(BX*1), Z25 \
-	VMOVDQU64 off(AX)(BX*2), Z26 \
-	VMOVDQU64 off(AX)(R13*1), Z27 \
-	VMOVDQU64 off(R12), Z28 \
-	VMOVDQU64 off(R12)(R10*1), Z29 \
-	VPDPBUSD Z28, Z24, Z12 \
-	VPDPBUSD Z28, Z25, Z15 \
-	VPDPBUSD Z28, Z26, Z18 \
-	VPDPBUSD Z28, Z27, Z21 \
-	VPDPBUSD Z29, Z24, Z13 \
-	VPDPBUSD Z29, Z25, Z16 \
-	VPDPBUSD Z29, Z26, Z19 \
-	VPDPBUSD Z29, Z27, Z22
+	QW(off) \
+	QT(off(R12), Z28, Z12, Z15, Z18, Z21) \
+	QT(off(R12)(R10*1), Z29, Z13, Z16, Z19, Z22)
 
 #define QREG1(off) \
-	VMOVDQU64 off(AX), Z24 \
-	VMOVDQU64 off(AX)(BX*1), Z25 \
-	VMOVDQU64 off(AX)(BX*2), Z26 \
-	VMOVDQU64 off(AX)(R13*1), Z27 \
-	VMOVDQU64 off(R12), Z28 \
-	VPDPBUSD Z28, Z24, Z12 \
-	VPDPBUSD Z28, Z25, Z15 \
-	VPDPBUSD Z28, Z26, Z18 \
-	VPDPBUSD Z28, Z27, Z21
+	QW(off) \
+	QT(off(R12), Z28, Z12, Z15, Z18, Z21)
 
-#define QLIMB2 \
-	QREG2(0) \
-	QREG2(64) \
-	QREG2(128) \
-	QREG2(192) \
-	QREG2(256) \
-	QREG2(320) \
-	QREG2(384) \
-	QREG2(448) \
-	QREG2(512) \
-	QREG2(576) \
-	QREG2(640) \
-	QREG2(704) \
-	QREG2(768) \
-	QREG2(832) \
-	QREG2(896) \
-	QREG2(960)
-
-#define QLIMB1 \
-	QREG1(0) \
-	QREG1(64) \
-	QREG1(128) \
-	QREG1(192) \
-	QREG1(256) \
-	QREG1(320) \
-	QREG1(384) \
-	QREG1(448) \
-	QREG1(512) \
-	QREG1(576) \
-	QREG1(640) \
-	QREG1(704) \
-	QREG1(768) \
-	QREG1(832) \
-	QREG1(896) \
-	QREG1(960)
+// QLIMB(Q): the limb's 16 registers, each by Q (QREG3, QREG2 or QREG1).
+#define QLIMB(Q) \
+	Q(0) \
+	Q(64) \
+	Q(128) \
+	Q(192) \
+	Q(256) \
+	Q(320) \
+	Q(384) \
+	Q(448) \
+	Q(512) \
+	Q(576) \
+	Q(640) \
+	Q(704) \
+	Q(768) \
+	Q(832) \
+	Q(896) \
+	Q(960)
 
 // QREDUCE(a, b, c, o1, o2, two, done): the unit whose tokens accumulate in a, b, c: per token
 // the sums of lanes 0–7 and 8–15 (Y27 lanes 2t, 2t+1), stored at o1(R9) a float a token (rows = 1:
@@ -207,13 +153,13 @@ qlimb:
 	CMPQ ntok+72(FP), $2
 	JLT qlimb1
 	JEQ qlimb2
-	QLIMB
+	QLIMB(QREG3)
 	JMP qlimbed
 qlimb2:
-	QLIMB2
+	QLIMB(QREG2)
 	JMP qlimbed
 qlimb1:
-	QLIMB1
+	QLIMB(QREG1)
 qlimbed:
 	DECQ DX
 	JZ qtail
