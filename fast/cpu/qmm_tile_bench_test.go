@@ -10,58 +10,43 @@ import (
 	"testing"
 )
 
-// BenchmarkQMMRowsVNNI times the integer GEMM's assembly alone (qmm4RowsVNNI: one block of
-// qmmVNNIRows rows against one 4-token tile of records, In 2048, everything in L1/L2): the
-// kernel's own rate, without the records' preparation or the Go loops around it.
+// BenchmarkQMMRowsVNNI times the integer GEMM's assembly alone, one block of qmmVNNIRows rows (or 2)
+// against one 4-token tile of records, everything in L1/L2: the 2-row tile ("pairs",
+// qmm4RowsVNNI) and the lane-group tile that transposes in registers ("lanes", qmmLanes), each on
+// its own records; the kernels' own rate, without the records' preparation or the Go loops around
+// them.
 func BenchmarkQMMRowsVNNI(b *testing.B) {
 	if !archsimd.X86.AVX512VNNI() {
 		b.Skip("no AVX-512 VNNI")
 	}
-	for _, in := range []int{512, 1024, 2048, 4096} {
-		for _, out := range []int{2, qmmVNNIRows} {
-			b.Run(fmt.Sprintf("in%d/rows%d", in, out), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(3, 3))
-				m, x := randQMat(r, 4, out, in), randVec(r, recTile*in)
-				var recs limbRecords
-				recs.ensure(recTile, in)
-				v := newVec(in, true)
-				for t := range recTile {
-					recs.fill(t, x[t*in:(t+1)*in], v, qmmLimbs)
-				}
-				y := make([]float32, recTile*out)
-				for b.Loop() {
-					qmm4RowsVNNI(y, out, m, 0, out/2, recs.rec, recs.stride, qmmLimbs, limbShift, recTile)
-				}
-				flops := 2 * float64(recTile*out*in) * float64(b.N)
-				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
-		}
-	}
-}
-
-// BenchmarkQMMLanes is BenchmarkQMMRowsVNNI for the lane-group kernel (qmmLanes).
-func BenchmarkQMMLanes(b *testing.B) {
-	if !archsimd.X86.AVX512VNNI() {
-		b.Skip("no AVX-512 VNNI")
-	}
-	for _, in := range []int{512, 1024, 2048, 4096} {
-		for _, out := range []int{2, qmmVNNIRows} {
-			b.Run(fmt.Sprintf("in%d/rows%d", in, out), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(3, 3))
-				m, x := randQMat(r, 4, out, in), randVec(r, recTile*in)
-				var recs limbRecords
-				recs.ensureLanes(recTile, in)
-				v := newVec(in, true)
-				for t := range recTile {
-					recs.fillLanes(t, x[t*in:(t+1)*in], v, qmmLimbs)
-				}
-				y := make([]float32, recTile*out)
-				for b.Loop() {
-					qmmLanes(y, out, m, 0, out, recs.rec, recs.stride, qmmLimbs, recTile)
-				}
-				flops := 2 * float64(recTile*out*in) * float64(b.N)
-				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+	for _, kernel := range []string{"pairs", "lanes"} {
+		for _, in := range []int{512, 1024, 2048, 4096} {
+			for _, out := range []int{2, qmmVNNIRows} {
+				b.Run(fmt.Sprintf("%s/in%d/rows%d", kernel, in, out), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(3, 3))
+					m, x := randQMat(r, 4, out, in), randVec(r, recTile*in)
+					var recs limbRecords
+					if kernel == "lanes" {
+						recs.ensureLanes(recTile, in)
+					} else {
+						recs.ensure(recTile, in)
+					}
+					v := newVec(in, true)
+					for t := range recTile {
+						recs.fillAny(t, x[t*in:(t+1)*in], v, qmmLimbs)
+					}
+					y := make([]float32, recTile*out)
+					for b.Loop() {
+						if kernel == "lanes" {
+							qmmLanes(y, out, m, 0, out, recs.rec, recs.stride, qmmLimbs, recTile)
+						} else {
+							qmm4RowsVNNI(y, out, m, 0, out/2, recs.rec, recs.stride, qmmLimbs, limbShift, recTile)
+						}
+					}
+					flops := 2 * float64(recTile*out*in) * float64(b.N)
+					b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
 		}
 	}
 }
