@@ -124,6 +124,24 @@ func laneSteps(in, rows int) int {
 	return in / 1024
 }
 
+// laneUnits is the geometry of a matrix's lane units as the assembly walks them: rows a unit and
+// steps a unit, and in bytes the stride from unit to unit and from a unit's first half (8 groups)
+// to its second, in the packed weights (unitW, halfW) and in the bf16 scales and biases (unitSc,
+// halfSc).
+type laneUnits struct{ rows, steps, unitW, halfW, unitSc, halfSc int }
+
+// laneUnitsOf returns m's lane geometry (rows 0 where the lane GEMM does not apply): one row a
+// unit, its halves 256 bytes (8 groups) apart; or two rows a unit, its halves a row apart.
+func laneUnitsOf(m *QMat) laneUnits {
+	rows := laneRows(m.In)
+	rb, sb := m.RowBytes(), 2*m.Groups()
+	u := laneUnits{rows: rows, steps: laneSteps(m.In, rows), unitW: rows * rb, halfW: 256, unitSc: rows * sb, halfSc: 16}
+	if rows == 2 {
+		u.halfW, u.halfSc = rb, sb
+	}
+	return u
+}
+
 // ensureLanes sizes r for t token rows (rounded up to recTile) of width in in the lane layout.
 func (r *limbRecords) ensureLanes(t, in int) {
 	r.lanes = laneRows(in)

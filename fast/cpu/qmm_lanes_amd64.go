@@ -13,29 +13,24 @@ func qmmLanes(y []float32, yStride int, m *QMat, o, nrows int, rec []byte, strid
 	if ntok < 1 || ntok > recTile || n < 1 || n > 2 {
 		panic("cpu: qmmLanes: token or limb count out of range")
 	}
-	rows := laneRows(m.In)
+	u := laneUnitsOf(m)
 	groups, rb := m.Groups(), m.RowBytes()
-	steps := laneSteps(m.In, rows)
-	if rows == 0 || len(rec) < (recTile-1)*stride+steps*laneStepBytes || stride < steps*laneStepBytes {
+	if u.rows == 0 || len(rec) < (recTile-1)*stride+u.steps*laneStepBytes || stride < u.steps*laneStepBytes {
 		panic("cpu: qmmLanes: records do not match the matrix")
 	}
 	_ = y[(ntok-1)*yStride+nrows-1] // every store in bounds
 	_ = m.W[(o+nrows)*rb-1]
-	halfW, halfSc := 256, 16
-	if rows == 2 {
-		halfW, halfSc = rb, groups*2
+	if units := nrows / u.rows; units > 0 {
+		qmmLanesAsm(&y[0], 4*yStride, unsafe.Pointer(&m.W[o*rb]), u.unitW, u.halfW,
+			unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), u.unitSc, u.halfSc,
+			u.steps, unsafe.Pointer(&rec[0]), stride, n, units, ntok, u.rows)
 	}
-	if units := nrows / rows; units > 0 {
-		qmmLanesAsm(&y[0], 4*yStride, unsafe.Pointer(&m.W[o*rb]), rows*rb, halfW,
-			unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), rows*groups*2, halfSc,
-			steps, unsafe.Pointer(&rec[0]), stride, n, units, ntok, rows)
-	}
-	if nrows%rows != 0 { // rows = 2: the last row as both halves of a unit
+	if nrows%u.rows != 0 { // rows = 2: the last row as both halves of a unit
 		var tmp [2 * recTile]float32
 		last := o + nrows - 1
 		qmmLanesAsm(&tmp[0], 8, unsafe.Pointer(&m.W[last*rb]), 0, 0,
 			unsafe.Pointer(&m.Scales[last*groups]), unsafe.Pointer(&m.Biases[last*groups]), 0, 0,
-			steps, unsafe.Pointer(&rec[0]), stride, n, 1, ntok, 2)
+			u.steps, unsafe.Pointer(&rec[0]), stride, n, 1, ntok, 2)
 		for t := range ntok {
 			y[t*yStride+nrows-1] = tmp[2*t]
 		}
@@ -61,19 +56,14 @@ func laneTransposeAsm(dst unsafe.Pointer, dstStride int, src unsafe.Pointer, src
 // laneRepack writes units units of m from row o (rows = laneRows(m.In) rows a unit) in lane order
 // into dst: [units, steps, laneWBytes] (laneRepackAsm).
 func laneRepack(dst []byte, m *QMat, o, units int) {
-	rows := laneRows(m.In)
+	u := laneUnitsOf(m)
 	groups, rb := m.Groups(), m.RowBytes()
-	steps := laneSteps(m.In, rows)
-	if rows == 0 || units < 1 || len(dst) < units*steps*laneWBytes {
+	if u.rows == 0 || units < 1 || len(dst) < units*u.steps*laneWBytes {
 		panic("cpu: laneRepack: scratch or matrix out of range")
 	}
-	_ = m.W[(o+units*rows)*rb-1]
-	halfW, halfSc := 256, 16
-	if rows == 2 {
-		halfW, halfSc = rb, groups*2
-	}
-	laneRepackAsm(unsafe.Pointer(&dst[0]), unsafe.Pointer(&m.W[o*rb]), rows*rb, halfW,
-		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), rows*groups*2, halfSc, steps, units)
+	_ = m.W[(o+units*u.rows)*rb-1]
+	laneRepackAsm(unsafe.Pointer(&dst[0]), unsafe.Pointer(&m.W[o*rb]), u.unitW, u.halfW,
+		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), u.unitSc, u.halfSc, u.steps, units)
 }
 
 //go:noescape
