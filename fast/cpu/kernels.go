@@ -34,6 +34,7 @@ type impl struct {
 	qmmLanes           qmmLanesFunc    // the lane-group GEMM (nil: the 2-group tile runs every width)
 	laneRepack         laneRepackFunc  // its weights in lane order, for qmmLanesQuad
 	qmmLanesQuad       qmmLanesQuadFunc
+	laneQuads          laneQuadsFunc // laneRepack and qmmLanesQuad quad by quad, the Go side's checks once a call
 	readSum            func(x []uint64) uint64
 	readSumPF          func(x []uint64) uint64                 // a second streaming read, with software prefetch (nil: none)
 	siluMul            func(out, g, u []float32, c *expConsts) // u nil: out = silu(g)

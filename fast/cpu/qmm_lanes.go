@@ -49,6 +49,11 @@ type laneRepackFunc func(dst []byte, m *QMat, o, units int)
 // against a tile of ntok ≤ laneQuadTokens tokens, straight into y (qmmLanesQuad).
 type qmmLanesQuadFunc func(y []float32, yStride int, ws []byte, steps, quads int, rec []byte, stride, n, ntok, rows int)
 
+// laneQuadsFunc runs quads quads of 4 units of m from row o for all t tokens whose records start
+// at rec, quad by quad: each quad's weights written out in lane order into ws, then run against every
+// tile of laneQuadTokens tokens (laneQuadsOuter).
+type laneQuadsFunc func(y []float32, m *QMat, o, quads int, ws, rec []byte, stride, n, t int)
+
 // qmmLanesRows is qmmIntRows on the lane-group kernels: per block of qmmVNNIRows rows, with
 // laneQuadTokens or at least laneQuadMinTokens tokens, the block's whole quads of units are
 // written out in lane order once (laneRepack) and run against tiles of laneQuadTokens tokens
@@ -68,14 +73,7 @@ func (k *Kernels) qmmLanesRows(w int, y []float32, m *QMat, r *limbRecords, t, o
 			}
 			ws := k.laneW[w][:need]
 			if t*r.stride <= laneQuadOuterBytes {
-				qb := 4 * steps * laneWBytes
-				for q := range quads {
-					o := b0 + 4*q*rows
-					k.f.laneRepack(ws[:qb], m, o, 4)
-					for t0 := 0; t0 < t; t0 += laneQuadTokens {
-						k.f.qmmLanesQuad(y[t0*m.Out+o:], m.Out, ws[:qb], steps, 1, r.rec[t0*r.stride:], r.stride, k.limbs, min(laneQuadTokens, t-t0), rows)
-					}
-				}
+				k.f.laneQuads(y, m, b0, quads, ws, r.rec, r.stride, k.limbs, t)
 			} else {
 				k.f.laneRepack(ws, m, b0, units)
 				for t0 := 0; t0 < t; t0 += laneQuadTokens {

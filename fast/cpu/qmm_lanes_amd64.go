@@ -86,3 +86,30 @@ func qmmLanesQuad(y []float32, yStride int, ws []byte, steps, quads int, rec []b
 
 //go:noescape
 func qmmLanesQuadAsm(y *float32, yStride int, wt unsafe.Pointer, unitStride, steps int, rec unsafe.Pointer, recStride, limbs, quads, ntok, rows int)
+
+// laneQuadsOuter is qmmLanesRows's quad-by-quad order (laneQuadsFunc) on the assembly kernels,
+// the geometry and bounds checked once a call rather than once a quad and tile (per-call overhead
+// that was ~5% of an expert's 8-token GEMM: BenchmarkQMatMatIntCold).
+func laneQuadsOuter(y []float32, m *QMat, o, quads int, ws, rec []byte, stride, n, t int) {
+	u := laneUnitsOf(m)
+	groups, rb := m.Groups(), m.RowBytes()
+	tiles := (t + laneQuadTokens - 1) / laneQuadTokens // a last tile's tail reads all its records
+	if u.rows == 0 || quads < 1 || t < 1 || n < 1 || n > 2 || len(ws) < 4*u.steps*laneWBytes ||
+		stride < u.steps*laneStepBytes || len(rec) < (tiles*laneQuadTokens-1)*stride+u.steps*laneStepBytes {
+		panic("cpu: laneQuadsOuter: argument out of range")
+	}
+	end := o + 4*quads*u.rows // past the last row
+	_ = m.W[end*rb-1]
+	_ = m.Scales[end*groups-1]
+	_ = m.Biases[end*groups-1]
+	_ = y[(t-1)*m.Out+end-1] // every store in bounds
+	for q := range quads {
+		r := o + 4*q*u.rows
+		laneRepackAsm(unsafe.Pointer(&ws[0]), unsafe.Pointer(&m.W[r*rb]), u.unitW, u.halfW,
+			unsafe.Pointer(&m.Scales[r*groups]), unsafe.Pointer(&m.Biases[r*groups]), u.unitSc, u.halfSc, u.steps, 4)
+		for t0 := 0; t0 < t; t0 += laneQuadTokens {
+			qmmLanesQuadAsm(&y[t0*m.Out+r], 4*m.Out, unsafe.Pointer(&ws[0]), u.steps*laneWBytes, u.steps,
+				unsafe.Pointer(&rec[t0*stride]), stride, n, 1, min(laneQuadTokens, t-t0), u.rows)
+		}
+	}
+}

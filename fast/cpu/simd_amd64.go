@@ -33,6 +33,7 @@ func simdImpl(level simdLevel) impl {
 	var lanes qmmLanesFunc
 	var repack laneRepackFunc
 	var quad qmmLanesQuadFunc
+	var quads laneQuadsFunc
 	// The fp16 KV cache: read inside the AVX-512 tiles; elsewhere widened with F16C where the CPU
 	// has it (every AVX2 CPU lily knows of; a virtual machine may hide it), else in plain Go.
 	fromF16 := f16ToF32Portable
@@ -52,7 +53,7 @@ func simdImpl(level simdLevel) impl {
 		readSumPF = readSum512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
 			q4, vnni, tile, tileRows, lanes = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI, qmmLanes
-			repack, quad = laneRepack, qmmLanesQuad
+			repack, quad, quads = laneRepack, qmmLanesQuad, laneQuadsOuter
 		}
 	}
 	return impl{
@@ -71,6 +72,7 @@ func simdImpl(level simdLevel) impl {
 		qmmLanes:     lanes,
 		laneRepack:   repack,
 		qmmLanesQuad: quad,
+		laneQuads:    quads,
 		readSum:      readSumSIMD,
 		readSumPF:    readSumPF,
 		siluMul:      siluMulSIMD,
