@@ -77,7 +77,7 @@ const attnSplit = 512
 // attnSub is the key block a unit folds in at a time (within a split): its scores for all the
 // query heads of a KV head, their softmax and their weighted values, while the block's keys and
 // values stay in L2. 128 rather than 64: half as many softmax folds a step, and each block's
-// values are prefetched further ahead of their use.
+// values (prefetched by its score tiles) arrive further ahead of their use.
 const attnSub = 128
 
 // attnArgs are the inputs of one decode attention (set by attend, read by attendUnits).
@@ -143,9 +143,10 @@ func (s *Session) attend(q []float32, kv *kvCache, n, hq, hkv, hd int, out []flo
 
 // attendUnits computes, on worker w, the partial softmaxes of units [lo, hi): unit u is KV head u/splits over
 // the keys of split u%splits, for every query head that shares it (GQA). The split is folded in
-// sub-blocks of attnSub keys: the block's fp16 values prefetched, the scores of all the unit's
-// heads at once (ScoreTileF16: each fp16 key vector converted in a register and used for four
-// heads), each head's running softmax (foldScores), the weighted values (AccumTileF16: each value
+// sub-blocks of attnSub keys: the scores of all the unit's heads at once (ScoreTileF16: each fp16
+// key vector converted in a register and used for four heads; the tiles prefetch the keys two
+// quads on and the block's values into L2, so a cache that the step's weights evicted streams in
+// while they compute), each head's running softmax (foldScores), the weighted values (AccumTileF16: each value
 // vector converted once for all the heads). Head h's result goes to part as
 // (Σ e^{s-m} v, m, Σ e^{s-m}).
 func (s *Session) attendUnits(w0, lo, hi int) {
@@ -168,8 +169,6 @@ func (s *Session) attendUnits(w0, lo, hi int) {
 		for b0 := 0; b0 < t1-t0; b0 += attnSub {
 			nb := min(t1-t0, b0+attnSub) - b0
 			st := sc[:rep*nb]
-			// the block's values are on their way from memory while its scores are computed
-			a.kv.prefetchValues(s.m.k, (t0+b0)*w+kvh*hd, w, hd, nb)
 			a.kv.scoreTile(ops, st, qs, rep, hd, (t0+b0)*w+kvh*hd, w, nb, wd)
 			for j := range rep {
 				ops.foldScores(st[j*nb:(j+1)*nb], ob[j*hd:(j+1)*hd], &mx[j], &sum[j])

@@ -74,7 +74,7 @@ func (c *kvCache) scoreTile(ops vecOps, s, q []float32, m, d, off, ks, n int, sc
 		ops.scoreTile(s, q, m, d, c.kf[off:], ks, n)
 		return
 	}
-	ops.scoreTileF16(s, q, m, d, c.k[off:], ks, n, scratch)
+	ops.scoreTileF16(s, q, m, d, c.k[off:], ks, n, scratch, c.v[off:])
 }
 
 // accumTile: o: [m, d] += p: [m, n] times n cached values from element off at stride vs; scratch:
@@ -90,12 +90,4 @@ func (c *kvCache) accumTile(ops vecOps, o []float32, m, d int, p []float32, n, o
 // bytes is the cache's resident size (its capacity).
 func (c *kvCache) bytes() int {
 	return 2*(cap(c.k)+cap(c.v)) + 4*(cap(c.kf)+cap(c.vf))
-}
-
-// prefetchValues hints that n cached rows of values from element off at stride rs, d wide, will
-// be read soon (fp16 only: the float32 path was measured without it).
-func (c *kvCache) prefetchValues(k *cpu.Kernels, off, rs, d, n int) {
-	if !c.f32 && off < len(c.v) {
-		k.PrefetchF16Rows(c.v[off:], rs, d, n)
-	}
 }

@@ -158,8 +158,8 @@ func (o vecOps) causalDecay(c []float32, n int, gam, s []float32, strict bool) {
 
 // scoreTileF16 is scoreTile against fp16 keys (the KV cache); scratch: [n, d] float32 for the
 // keys the kernels widen (all of them where they cannot read fp16 in their tiles).
-func (o vecOps) scoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
-	o.k.ScoreTileF16(s, q, m, d, keys, ks, n, scratch)
+func (o vecOps) scoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16) {
+	o.k.ScoreTileF16(s, q, m, d, keys, ks, n, scratch, vals)
 }
 
 // accumTileF16 is accumTile with fp16 values (the KV cache); scratch: [n, d] float32 for the

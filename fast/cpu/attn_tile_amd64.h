@@ -40,7 +40,9 @@
 // SCOREQUADS is scoreQuads' body after its arguments: KLOAD loads 16 key dimensions into a
 // register, ESHIFT is log2 of a key element's bytes (2: float32, 1: fp16), KSTEP the bytes of 16
 // key elements, QSCALE the query's element bytes over the key's (the factor on AX, which steps
-// through a key row's bytes, that addresses the query row).
+// through a key row's bytes, that addresses the query row). Each quad starts with VPFQUAD (the
+// quad's value rows) and KPF of its 4 rows (the key rows two quads on), which the including file
+// defines: prefetches, or nothing.
 #define SCOREQUADS(KLOAD, ESHIFT, KSTEP, QSCALE) \
 	MOVQ s+0(FP), BX \
 	MOVQ sRow+8(FP), R8 \
@@ -62,6 +64,11 @@ quad: \
 	ZERO4(Z20, Z21, Z22, Z23) \
 	ZERO4(Z24, Z25, Z26, Z27) \
 	ZERO4(Z28, Z29, Z30, Z31) \
+	VPFQUAD \
+	KPF(DI) \
+	KPF(R13) \
+	KPF(R14) \
+	KPF(R15) \
 	XORQ AX, AX \
 step: \
 	KLOAD (DI)(AX*1), Z0 \

@@ -1,6 +1,40 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+// KPF(r): the fp16 key row two quads on from row r (512 bytes: 8 lines), prefetched into L2 at each quad's
+// start, so the block's keys stream in while earlier quads compute.
+#define KPF(r) \
+	PREFETCHT1 (r)(DX*8) \
+	PREFETCHT1 64(r)(DX*8) \
+	PREFETCHT1 128(r)(DX*8) \
+	PREFETCHT1 192(r)(DX*8) \
+	PREFETCHT1 256(r)(DX*8) \
+	PREFETCHT1 320(r)(DX*8) \
+	PREFETCHT1 384(r)(DX*8) \
+	PREFETCHT1 448(r)(DX*8)
+// VPF(r): the value row that lies vdelta bytes (AX) on from key row r (the cache's value array
+// mirrors its key array), 8 lines, into L2: it is read once the block's scores are done.
+#define VPF(r) \
+	PREFETCHT1 (r)(AX*1) \
+	PREFETCHT1 64(r)(AX*1) \
+	PREFETCHT1 128(r)(AX*1) \
+	PREFETCHT1 192(r)(AX*1) \
+	PREFETCHT1 256(r)(AX*1) \
+	PREFETCHT1 320(r)(AX*1) \
+	PREFETCHT1 384(r)(AX*1) \
+	PREFETCHT1 448(r)(AX*1)
+
+// VPFQUAD: the quad's 4 value rows, unless vdelta is 0 (no values to prefetch).
+#define VPFQUAD \
+	MOVQ vdelta+64(FP), AX \
+	TESTQ AX, AX \
+	JZ novpf \
+	VPF(DI) \
+	VPF(R13) \
+	VPF(R14) \
+	VPF(R15) \
+novpf:
+
 #include "attn_tile_amd64.h"
 
 // The fp16 KV cache's attention tiles: scoreQuads and accumOctet with each key or value vector
@@ -9,11 +43,13 @@
 // tiles' own, in the same order (the same bodies, attn_tile_amd64.h): the results are bit for bit
 // those of widening first.
 
-// func scoreQuadsF16(s *float32, sRow int, q *float32, qRow int, keys *uint16, kRow, d, quads int)
+// func scoreQuadsF16(s *float32, sRow int, q *float32, qRow int, keys *uint16, kRow, d, quads, vdelta int)
 //
 // scoreQuads with fp16 keys (kRow in bytes between key rows): AX steps through a key row's bytes,
-// 32 (16 fp16 values) a step; the query rows are read at twice that offset.
-TEXT ·scoreQuadsF16(SB), NOSPLIT, $0-64
+// 32 (16 fp16 values) a step; the query rows are read at twice that offset. Each quad's value rows
+// (vdelta bytes on from its key rows; vdelta 0: none) and the key rows two quads on are prefetched
+// into L2 as the quad starts, so a cold cache streams in while the tiles compute.
+TEXT ·scoreQuadsF16(SB), NOSPLIT, $0-72
 	SCOREQUADS(VCVTPH2PS, 1, 32, 2)
 
 // func accumOctetF16(o *float32, oRow int, pt *float32, n int, v *uint16, vRow, chunks int)

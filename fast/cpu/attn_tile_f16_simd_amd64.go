@@ -14,8 +14,9 @@ import (
 // VCVTPH2PS from memory, no widened copy) where the CPU has AVX-512, d is a multiple of 16 and the
 // tile has at least 4 rows and 4 keys. Leftover keys (n mod 4) and rows (m mod 4) are widened into
 // scratch and run where scoreTileSIMD runs them, so the scores are bit for bit those of widening the
-// block first. scratch: [n, d] float32 at least where rows are left over, else [n mod 4, d].
-func scoreTileF16SIMD(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
+// block first. scratch: [n, d] float32 at least where rows are left over, else [n mod 4, d]. vals
+// (ScoreTileF16's) are prefetched by the first row quad's tiles.
+func scoreTileF16SIMD(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16) {
 	if d%16 != 0 || m < 4 || n < 4 || !archsimd.X86.AVX512() {
 		scoreTileSIMD(s, q, m, d, widenRowsF16(scratch, keys, ks, d, n), d, n)
 		return
@@ -25,8 +26,13 @@ func scoreTileF16SIMD(s, q []float32, m, d int, keys []uint16, ks, n int, scratc
 	if n4 < n {
 		tail = widenRowsF16(scratch, keys[n4*ks:], ks, d, n-n4)
 	}
+	vdelta := 0 // bytes from a key row to its value row, for the first row quad's prefetch
+	if len(vals) >= (n4-1)*ks+d {
+		vdelta = int(uintptr(unsafe.Pointer(&vals[0])) - uintptr(unsafe.Pointer(&keys[0])))
+	}
 	for i := 0; i < m4; i += 4 {
-		scoreQuadsF16(&s[i*n], 4*n, &q[i*d], 4*d, &keys[0], 2*ks, d, n4/4)
+		scoreQuadsF16(&s[i*n], 4*n, &q[i*d], 4*d, &keys[0], 2*ks, d, n4/4, vdelta)
+		vdelta = 0
 		for r := i; r < i+4 && n4 < n; r++ {
 			dotsSIMD(s[r*n+n4:(r+1)*n], q[r*d:(r+1)*d], tail, d)
 		}
@@ -63,15 +69,6 @@ func accumTileF16SIMD(o []float32, m, d int, p []float32, n int, v []uint16, vs 
 	}
 }
 
-// prefetchRowsF16 prefetches the cache lines of n rows of d fp16 values at stride rs.
-func prefetchRowsF16(rows []uint16, rs, d, n int) {
-	p := unsafe.Pointer(unsafe.SliceData(rows))
-	lines := (2*d + 63) / 64
-	for j := range n {
-		prefetch(unsafe.Add(p, 2*j*rs), lines)
-	}
-}
-
 // widenRowsF16 converts n rows of d fp16 values at stride rs into scratch: [n, d] float32.
 func widenRowsF16(scratch []float32, rows []uint16, rs, d, n int) []float32 {
 	if len(scratch) < n*d {
@@ -90,7 +87,7 @@ func widenRowsF16(scratch []float32, rows []uint16, rs, d, n int) []float32 {
 // scoreQuadsF16 is in attn_tile_f16_asm_amd64.s.
 //
 //go:noescape
-func scoreQuadsF16(s *float32, sRow int, q *float32, qRow int, keys *uint16, kRow, d, quads int)
+func scoreQuadsF16(s *float32, sRow int, q *float32, qRow int, keys *uint16, kRow, d, quads, vdelta int)
 
 // accumOctetF16 is in attn_tile_f16_asm_amd64.s.
 //

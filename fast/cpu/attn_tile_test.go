@@ -98,7 +98,7 @@ func BenchmarkAttentionBlock(b *testing.B) {
 			k.F16Row(kv16, kv)
 			b.Run(fmt.Sprintf("rows%d/keys%d/tiles_f16", rows, keys), func(b *testing.B) {
 				for b.Loop() {
-					k.ScoreTileF16(s, q, rows, d, kv16, stride, keys, scratch)
+					k.ScoreTileF16(s, q, rows, d, kv16, stride, keys, scratch, nil)
 					k.AccumTileF16(o, rows, d, s, keys, kv16, stride, scratch)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -49,8 +49,10 @@ func (k *Kernels) widenRows(scratch []float32, rows []uint16, rs, d, n int) []fl
 // kernels read the fp16 keys inside their register tiles where the shapes allow; otherwise the keys
 // are widened into scratch ([n, d] float32, at least n·d; the caller's, so that concurrent callers
 // share nothing) and the float32 tile runs on them. Either way the conversion is exact and the
-// scores are those of the float32 tile on the widened keys, bit for bit. s: [m, n].
-func (k *Kernels) ScoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32) {
+// scores are those of the float32 tile on the widened keys, bit for bit. s: [m, n]. vals, when
+// not nil, are the n value rows that the scores will weight (at stride ks, as the keys): the SIMD
+// tiles prefetch them into L2 while they compute, as they do the keys ahead of the tile.
+func (k *Kernels) ScoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16) {
 	if m <= 0 || n <= 0 {
 		return
 	}
@@ -58,7 +60,7 @@ func (k *Kernels) ScoreTileF16(s, q []float32, m, d int, keys []uint16, ks, n in
 		panic("cpu: ScoreTileF16: buffers too short for the shapes")
 	}
 	if k.f.scoreTileF16 != nil {
-		k.f.scoreTileF16(s, q, m, d, keys, ks, n, scratch)
+		k.f.scoreTileF16(s, q, m, d, keys, ks, n, scratch, vals)
 		return
 	}
 	k.f.scoreTile(s, q, m, d, k.widenRows(scratch, keys, ks, d, n), d, n)
@@ -79,15 +81,4 @@ func (k *Kernels) AccumTileF16(o []float32, m, d int, p []float32, n int, v []ui
 		return
 	}
 	k.f.accumTile(o, m, d, p, n, k.widenRows(scratch, v, vs, d, n), d)
-}
-
-// PrefetchF16Rows asks for n rows of d fp16 values at stride rs to be brought into the cache
-// (a hint: a no-op where the kernels cannot prefetch), so that a tile that reads them next does
-// not stall on memory. Rows past the end of the slice are not touched.
-func (k *Kernels) PrefetchF16Rows(rows []uint16, rs, d, n int) {
-	if k.f.prefetchRows == nil || n <= 0 || d <= 0 || rs < d || len(rows) < d {
-		return
-	}
-	n = min(n, (len(rows)-d)/rs+1) // rows whose d values lie inside the slice
-	k.f.prefetchRows(rows, rs, d, n)
 }

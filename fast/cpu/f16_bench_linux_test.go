@@ -43,7 +43,7 @@ func BenchmarkAttentionKV(b *testing.B) {
 						k.f.scoreTile(s, q, m, d, k.widenRows(scratch, kv16[j*stride:], stride, d, blk), d, blk)
 						k.f.accumTile(o, m, d, pw, blk, k.widenRows(scratch, kv16[(ctx+j)*stride:], stride, d, blk), d)
 					default:
-						k.ScoreTileF16(s, q, m, d, kv16[j*stride:], stride, blk, scratch)
+						k.ScoreTileF16(s, q, m, d, kv16[j*stride:], stride, blk, scratch, kv16[(ctx+j)*stride:])
 						k.AccumTileF16(o, m, d, pw, blk, kv16[(ctx+j)*stride:], stride, scratch)
 					}
 				}

@@ -59,7 +59,7 @@ func TestAttentionTilesF16(t *testing.T) {
 		scratch := make([]float32, n*d)
 		for name, k := range ks {
 			s := make([]float32, m*n)
-			k.ScoreTileF16(s, q, m, d, h, stride, n, scratch)
+			k.ScoreTileF16(s, q, m, d, h, stride, n, scratch, h)
 			for i := range m {
 				for j := range n {
 					var want, mass float64
@@ -113,7 +113,7 @@ func TestAttentionTilesF16Exact(t *testing.T) {
 		for name, k := range ks {
 			want, got := make([]float32, m*n), make([]float32, m*n)
 			k.ScoreTile(want, q, m, d, wide, stride, n)
-			k.ScoreTileF16(got, q, m, d, h, stride, n, make([]float32, n*d))
+			k.ScoreTileF16(got, q, m, d, h, stride, n, make([]float32, n*d), nil)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					rt.Fatalf("%s ScoreTileF16 m %d d %d n %d stride %d [%d]: %g, want %g", name, m, d, n, stride, i, got[i], want[i])
@@ -129,27 +129,6 @@ func TestAttentionTilesF16Exact(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestPrefetchF16Rows: the prefetch hint accepts any row count, also more rows than the slice holds
-// and slices shorter than a row, on every variant, and changes nothing it is given.
-func TestPrefetchF16Rows(t *testing.T) {
-	p := NewPool(1)
-	defer p.Close()
-	rows := make([]uint16, 3*512+256)
-	for i := range rows {
-		rows[i] = uint16(i)
-	}
-	for name, k := range variants(p) {
-		for _, c := range []struct{ off, rs, d, n int }{{0, 512, 256, 4}, {0, 512, 256, 100}, {1700, 512, 256, 3}, {512, 256, 256, 9}, {0, 0, 0, 1}} {
-			k.PrefetchF16Rows(rows[c.off:], c.rs, c.d, c.n)
-		}
-		for i := range rows {
-			if rows[i] != uint16(i) {
-				t.Fatalf("%s: PrefetchF16Rows changed rows[%d]", name, i)
-			}
-		}
-	}
 }
 
 // TestF16ToF32F16C: the 256-bit F16C widening (the fp16 tiles' path on CPUs without AVX-512)

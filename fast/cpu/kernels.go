@@ -60,9 +60,8 @@ type impl struct {
 	mulAdd             func(y, a, b []float32)
 	scoreTileLower     func(s, q []float32, m, d int, keys []float32, ks int)
 	// The fp16 KV cache's tiles (nil: widen the block into scratch, then scoreTile / accumTile).
-	scoreTileF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32)
+	scoreTileF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16)
 	accumTileF16 func(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32)
-	prefetchRows func(rows []uint16, rs, d, n int) // nil: no prefetch
 }
 
 func portableImpl() impl {

@@ -40,11 +40,10 @@ func simdImpl(level simdLevel) impl {
 	if hasF16C() {
 		fromF16 = f16ToF32SIMD256
 	}
-	var scoreF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32)
+	var scoreF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16)
 	var accumF16 func(o []float32, m, d int, p []float32, n int, v []uint16, vs int, scratch []float32)
-	var prefetchF16 func(rows []uint16, rs, d, n int)
 	if archsimd.X86.AVX512() && level >= level512 { // level256: the tests' F16C path
-		fromF16, scoreF16, accumF16, prefetchF16 = f16ToF32SIMD, scoreTileF16SIMD, accumTileF16SIMD, prefetchRowsF16
+		fromF16, scoreF16, accumF16 = f16ToF32SIMD, scoreTileF16SIMD, accumTileF16SIMD
 	}
 	if archsimd.X86.AVX512() && level >= level512 {
 		rows = qmmRowsSIMD512
@@ -100,7 +99,6 @@ func simdImpl(level simdLevel) impl {
 		scoreTileLower:   scoreTileLowerSIMD,
 		scoreTileF16:     scoreF16,
 		accumTileF16:     accumF16,
-		prefetchRows:     prefetchF16,
 	}
 }
 
