@@ -5,8 +5,11 @@ import (
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
-// chunk is the DeltaNet prefill chunk length (model.md §4.3 step 8).
-const chunk = 64
+// chunk is the DeltaNet prefill chunk length (model.md §4.3 step 8; any length gives the same
+// result up to rounding). The work within a chunk grows with its length (its C×C tiles: ~5·C·Dk
+// products a token and head) while the state's does not (~3·Dk·Dv): 16 rather than the reference's
+// 64 takes 14% less time (BenchmarkDeltaNetChunked), and the tiles still run at full width.
+const chunk = 16
 
 // deltanetScratch is one value head's working memory for the chunked delta rule. The "K then Q"
 // buffers hold a chunk's n key rows and then its n query rows contiguously, so that one tile call

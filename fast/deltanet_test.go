@@ -30,7 +30,7 @@ func TestDeltaNetChunkedEqualsRecurrent(t *testing.T) {
 }
 
 func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, decay float64) {
-	for _, T := range []int{1, 5, 63, 64, 65, 130} {
+	for _, T := range []int{1, 5, chunk - 1, chunk, chunk + 1, 2*chunk + 3, 130} {
 		d := &checkpoint.Dims{Hk: 2, Hv: 4, Dk: dk, Dv: dv, K: 4}
 		rng := rand.New(rand.NewPCG(uint64(T), 1))
 		qkW := 2 * d.Hk * d.Dk
