@@ -166,7 +166,7 @@ func (k *Kernels) qmmInt(x []float32, t int, jobs []MatMat) {
 // QMatMats computes every product of jobs, Y_j = X · M_jᵀ with X: [T, In] read by all of them
 // (In the same for every M_j). On the integer GEMM X is prepared once for all the matrices and
 // their rows run in one pool dispatch; other matrices run as QMatMat. Past qmmLargeX the tokens
-// run in blocks of qmmTokenBlock, as in QMatMat.
+// run in blocks (tokenBlockFor: the smallest of the jobs'), as in QMatMat.
 func (k *Kernels) QMatMats(x []float32, t int, jobs []MatMat) {
 	if len(jobs) == 0 {
 		return
@@ -178,7 +178,11 @@ func (k *Kernels) QMatMats(x []float32, t int, jobs []MatMat) {
 			panic(fmt.Sprintf("cpu: QMatMats: widths %d and %d", in, j.M.In))
 		}
 	}
-	if tb := k.tokenBlock; t > tb && t*in >= k.largeX {
+	tb := k.tokenBlockFor(jobs[0].M)
+	for _, j := range jobs {
+		tb = min(tb, k.tokenBlockFor(j.M))
+	}
+	if t > tb && t*in >= k.largeX {
 		sub := make([]MatMat, len(jobs))
 		for t0 := 0; t0 < t; t0 += tb {
 			n := min(tb, t-t0)

@@ -4,6 +4,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"simd/archsimd"
@@ -103,5 +104,36 @@ func BenchmarkQMatMatIntTail(b *testing.B) {
 			}
 			b.ReportMetric(2*float64(t*out*in)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// BenchmarkQMatMatIntBlocks runs the integer GEMM over a 256- or 1024-token prompt's rows at the
+// dense input widths (2,048, the DeltaNet and attention output projections' 4,096, the shared
+// expert's 512), one worker, in token blocks of 64, 128 or 256 (tb0: one block of all the tokens):
+// the choice of tokenBlockFor. GFLOP/s-cpu on the thread's CPU time.
+func BenchmarkQMatMatIntBlocks(b *testing.B) {
+	for _, sh := range []struct{ out, in, t int }{{2048, 2048, 256}, {2048, 4096, 256}, {2048, 4096, 1024}, {2048, 512, 1024}} {
+		for _, tb := range []int{64, 128, 256, 0} {
+			b.Run(fmt.Sprintf("%dx%d/T%d/tb%d", sh.out, sh.in, sh.t, tb), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				p := NewPool(1)
+				defer p.Close()
+				k := intKernels(b, p, qmmLimbs, limbShift)
+				if tb == 0 {
+					k.largeX = math.MaxInt
+				} else {
+					k.tokenBlock = tb / 2 // the integer GEMM's blocks are twice tokenBlock
+				}
+				r := rand.New(rand.NewPCG(3, 3))
+				m, x := randQMat(r, 4, sh.out, sh.in), randVec(r, sh.t*sh.in)
+				y := make([]float32, sh.t*sh.out)
+				c0 := threadCPU()
+				for b.Loop() {
+					k.QMatMat(y, m, x, sh.t)
+				}
+				b.ReportMetric(2*float64(sh.t*sh.out*sh.in)*float64(b.N)/1e9/(threadCPU()-c0).Seconds(), "GFLOP/s-cpu")
+			})
+		}
 	}
 }
