@@ -113,7 +113,8 @@ step: \
 
 // ACCUMOCTET is accumOctet's body after its arguments: VLOAD loads 16 value dimensions into a
 // register, VHALF is the bytes of 16 value elements (where a chunk's second vector starts) and
-// VCHUNK those of a chunk's 32.
+// VCHUNK those of a chunk's 32. Each key starts with APF, which the including file defines (a
+// prefetch of the chunk in a later key's row, or nothing).
 #define ACCUMOCTET(VLOAD, VHALF, VCHUNK) \
 	MOVQ o+0(FP), BX \
 	MOVQ oRow+8(FP), SI \
@@ -136,6 +137,7 @@ chunk: \
 	MOVQ R11, R9 \
 	MOVQ R12, R10 \
 key: \
+	APF \
 	VLOAD (DI), Z0 \
 	VLOAD VHALF(DI), Z1 \
 	WROW(0, Z2, Z16, Z17) \

@@ -1,9 +1,10 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
-// KPF, VPFQUAD: the float32 tile prefetches nothing (see attn_tile_f16_asm_amd64.s).
+// KPF, VPFQUAD, APF: the float32 tiles prefetch nothing (see attn_tile_f16_asm_amd64.s).
 #define KPF(r)
 #define VPFQUAD
+#define APF
 #include "attn_tile_amd64.h"
 
 // func scoreQuads(s *float32, sRow int, q *float32, qRow int, keys *float32, kRow, d, quads int)

@@ -35,6 +35,9 @@
 	VPF(R15) \
 novpf:
 
+// APF: the chunk's line in the value row 8 keys on, into L1 (the rows lie vRow = DX bytes apart).
+#define APF PREFETCHT0 (DI)(DX*8)
+
 #include "attn_tile_amd64.h"
 
 // The fp16 KV cache's attention tiles: scoreQuads and accumOctet with each key or value vector
