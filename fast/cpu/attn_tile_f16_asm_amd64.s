@@ -1,28 +1,25 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
-// KPF(r): the fp16 key row two quads on from row r (512 bytes: 8 lines), prefetched into L2 at each quad's
-// start, so the block's keys stream in while earlier quads compute.
-#define KPF(r) \
-	PREFETCHT1 (r)(DX*8) \
-	PREFETCHT1 64(r)(DX*8) \
-	PREFETCHT1 128(r)(DX*8) \
-	PREFETCHT1 192(r)(DX*8) \
-	PREFETCHT1 256(r)(DX*8) \
-	PREFETCHT1 320(r)(DX*8) \
-	PREFETCHT1 384(r)(DX*8) \
-	PREFETCHT1 448(r)(DX*8)
+
+// ROWPF(r, idx): the 512 bytes (8 lines, one fp16 row of 256) at r + idx into L2.
+#define ROWPF(r, idx) \
+	PREFETCHT1 (r)(idx) \
+	PREFETCHT1 64(r)(idx) \
+	PREFETCHT1 128(r)(idx) \
+	PREFETCHT1 192(r)(idx) \
+	PREFETCHT1 256(r)(idx) \
+	PREFETCHT1 320(r)(idx) \
+	PREFETCHT1 384(r)(idx) \
+	PREFETCHT1 448(r)(idx)
+
+// KPF(r): the key row two quads on from row r (kRow = DX bytes apart), prefetched at each quad's
+// start so that the block's keys stream in while earlier quads compute.
+#define KPF(r) ROWPF(r, DX*8)
+
 // VPF(r): the value row that lies vdelta bytes (AX) on from key row r (the cache's value array
-// mirrors its key array), 8 lines, into L2: it is read once the block's scores are done.
-#define VPF(r) \
-	PREFETCHT1 (r)(AX*1) \
-	PREFETCHT1 64(r)(AX*1) \
-	PREFETCHT1 128(r)(AX*1) \
-	PREFETCHT1 192(r)(AX*1) \
-	PREFETCHT1 256(r)(AX*1) \
-	PREFETCHT1 320(r)(AX*1) \
-	PREFETCHT1 384(r)(AX*1) \
-	PREFETCHT1 448(r)(AX*1)
+// mirrors its key array): it is read once the block's scores are done.
+#define VPF(r) ROWPF(r, AX*1)
 
 // VPFQUAD: the quad's 4 value rows, unless vdelta is 0 (no values to prefetch).
 #define VPFQUAD \
