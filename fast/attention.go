@@ -249,8 +249,9 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32)
 				at := (i0+r/rep)*qw + (kvh*rep+r%rep)*hd
 				dst, g, o := ao[at:at+hd], gate[at:at+hd], ob[r*hd:(r+1)*hd]
 				for x := range dst {
-					dst[x] = float32(float64(o[x])/sum[r]) * sigmoid(g[x])
+					dst[x] = float32(float64(o[x]) / sum[r])
 				}
+				m.k.SigmoidMul(dst, g) // the output gate, as the decode plan applies it
 			}
 		}
 	})
