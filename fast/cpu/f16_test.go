@@ -92,8 +92,8 @@ func TestAttentionTilesF16(t *testing.T) {
 
 // TestAttentionTilesF16Exact: the fp16 tiles (which read fp16 inside the SIMD register tiles where
 // the shapes allow) against the float32 tiles on the same keys and values widened first, on every
-// variant. Budget: none, bit for bit: the conversion is exact and the two run the same products in
-// the same order. Shapes around the 4×4 score and 8-row accumulate tiles and their leftovers, the
+// variant, whatever value rows the score tile is given to prefetch. Budget: none, bit for bit: the
+// conversion is exact and the two run the same products in the same order. Shapes around the 4×4 score and 8-row accumulate tiles and their leftovers, the
 // real decode (8 rows) and prefill (64 rows) tiles at D = 256 and the cache's stride of 2 KV heads.
 func TestAttentionTilesF16Exact(t *testing.T) {
 	p := NewPool(1)
@@ -110,10 +110,19 @@ func TestAttentionTilesF16Exact(t *testing.T) {
 		f32ToF16Portable(h, randVec(r, len(h)))
 		wide := make([]float32, len(h)) // the fp16 rows widened, at the same stride
 		f16ToF32Portable(wide, h)
+		// The value rows the score tile prefetches (the cache's value array): none, as many as the
+		// keys, or too few (then none are); the scores must not depend on them.
+		var vals []uint16
+		switch rapid.IntRange(0, 2).Draw(rt, "vals") {
+		case 1:
+			vals = make([]uint16, len(h))
+		case 2:
+			vals = make([]uint16, len(h)/2)
+		}
 		for name, k := range ks {
 			want, got := make([]float32, m*n), make([]float32, m*n)
 			k.ScoreTile(want, q, m, d, wide, stride, n)
-			k.ScoreTileF16(got, q, m, d, h, stride, n, make([]float32, n*d), nil)
+			k.ScoreTileF16(got, q, m, d, h, stride, n, make([]float32, n*d), vals)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					rt.Fatalf("%s ScoreTileF16 m %d d %d n %d stride %d [%d]: %g, want %g", name, m, d, n, stride, i, got[i], want[i])
