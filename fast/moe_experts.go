@@ -37,8 +37,10 @@ type expertTask struct {
 	order   []int     // slots (token·k + j) grouped by expert
 	k       int       // experts per token
 	xe      [][]float32
-	ge, ue  [][]float32 // per worker: [rows, hs], [rows, in], [rows, in]
-	yd      []float32   // [t·k, hs] the down projection of order position p at row p
+	ge, ue  [][]float32       // per worker: [rows, hs], [rows, in], [rows, in]
+	yd      []float32         // [t·k, hs] the down projection of order position p at row p
+	recs    *cpu.TokenRecords // a's rows prepared once for gate and up (nil: gathered per expert)
+	rows    [][]int           // per worker: an expert's token rows
 }
 
 func (e *expertTask) Do(w, lo, hi int) {
@@ -47,12 +49,22 @@ func (e *expertTask) Do(w, lo, hi int) {
 	for _, x := range e.experts[lo:hi] {
 		p0, p1 := e.count[x], e.count[x+1]
 		n := p1 - p0
-		xe, ge, ue := e.xe[w][:n*hs], e.ge[w][:n*in], e.ue[w][:n*in]
-		for j, slot := range e.order[p0:p1] {
-			tok := slot / e.k
-			copy(xe[j*hs:(j+1)*hs], e.a[tok*hs:(tok+1)*hs])
+		ge, ue := e.ge[w][:n*in], e.ue[w][:n*in]
+		gu := []cpu.MatMat{{Y: ge, M: l.gate[x].q}, {Y: ue, M: l.up[x].q}}
+		if e.recs != nil && n >= 2 {
+			rows := e.rows[w][:0]
+			for _, slot := range e.order[p0:p1] {
+				rows = append(rows, slot/e.k)
+			}
+			kr.QMatMatsGathered(w, e.recs, rows, gu)
+		} else {
+			xe := e.xe[w][:n*hs]
+			for j, slot := range e.order[p0:p1] {
+				tok := slot / e.k
+				copy(xe[j*hs:(j+1)*hs], e.a[tok*hs:(tok+1)*hs])
+			}
+			kr.QMatMatsOn(w, xe, n, gu)
 		}
-		kr.QMatMatsOn(w, xe, n, []cpu.MatMat{{Y: ge, M: l.gate[x].q}, {Y: ue, M: l.up[x].q}})
 		e.s.m.ops.swiglu(ge, ue)
 		kr.QMatMatsOn(w, ge, n, []cpu.MatMat{{Y: e.yd[p0*hs : p1*hs], M: l.down[x].q}})
 	}
@@ -65,16 +77,19 @@ func (e *expertTask) Do(w, lo, hi int) {
 type expertBufs struct {
 	yd         []float32
 	xe, ge, ue [][]float32
+	rows       [][]int
+	recs       cpu.TokenRecords // the chunk's normed rows for the experts' gate and up
 }
 
-// grow makes b hold yd floats of slot outputs and, for each of workers, xe gathered-row floats and
-// ge of each of gate and up.
-func (b *expertBufs) grow(workers, yd, xe, ge int) {
+// grow makes b hold yd floats of slot outputs and, for each of workers, xe gathered-row floats,
+// ge of each of gate and up, and rows token indices.
+func (b *expertBufs) grow(workers, yd, xe, ge, rows int) {
 	if len(b.yd) < yd {
 		b.yd = make([]float32, yd)
 	}
 	if len(b.xe) != workers {
 		b.xe, b.ge, b.ue = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
+		b.rows = make([][]int, workers)
 	}
 	for w := range workers {
 		if len(b.xe[w]) < xe {
@@ -82,6 +97,9 @@ func (b *expertBufs) grow(workers, yd, xe, ge int) {
 		}
 		if len(b.ge[w]) < ge {
 			b.ge[w], b.ue[w] = make([]float32, ge), make([]float32, ge)
+		}
+		if cap(b.rows[w]) < rows {
+			b.rows[w] = make([]int, 0, rows)
 		}
 	}
 }
@@ -116,9 +134,12 @@ func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count,
 		used++
 	}
 	b := &s.moe
-	b.grow(s.m.run.Workers(), t*k*hs, most*hs, most*in)
+	b.grow(s.m.run.Workers(), t*k*hs, most*hs, most*in, most)
 	task := &expertTask{s: s, l: l, a: a, experts: experts[:used], count: count, order: order, k: k,
-		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs]}
+		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs], rows: b.rows}
+	if s.m.k.PrepareTokenRecords(&b.recs, a, t, hs) {
+		task.recs = &b.recs
+	}
 	s.m.run.RunTaskGuided(used, task)
 	pos := make([]int, t*k) // pos[slot]: the slot's position in order
 	for p, slot := range order {

@@ -132,7 +132,7 @@ func (s *Session) dropPrefillBufs() {
 // prefillHeld returns the bytes of chunk-sized prefill buffers the session holds (none between
 // calls).
 func (s *Session) prefillHeld() int {
-	n := s.pf.bytes() + 4*cap(s.moe.yd)
+	n := s.pf.bytes() + 4*cap(s.moe.yd) + s.moe.recs.Bytes()
 	for w := range s.moe.xe {
 		n += 4 * (cap(s.moe.xe[w]) + cap(s.moe.ge[w]) + cap(s.moe.ue[w]))
 	}

@@ -388,3 +388,51 @@ func TestQMatMatIntStoresOnlyY(t *testing.T) {
 		}
 	}
 }
+
+// TestQMatMatsGathered: an expert's product from the chunk's rows prepared once (TokenRecords,
+// QMatMatsGathered) is bit for bit QMatMatsOn's from those rows gathered, for any subset of rows in
+// any order (repeats too: a token never picks an expert twice, but nothing here depends on it), at
+// the lane widths (512 and 2,048) and row counts on both sides of the quad tile's minimum; and it
+// rejects a row outside the prepared ones.
+func TestQMatMatsGathered(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	k := intKernels(t, p, qmmLimbs, limbShift)
+	rapid.Check(t, func(rt *rapid.T) {
+		in := rapid.SampledFrom([]int{512, 2048}).Draw(rt, "in")
+		t := rapid.IntRange(2, 40).Draw(rt, "t")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 9))
+		x := randVec(r, t*in)
+		mats := []*QMat{randQMat(r, 4, rapid.SampledFrom([]int{16, 40, 64}).Draw(rt, "out"), in), randQMat(r, 4, 32, in)}
+		var tr TokenRecords
+		if !k.PrepareTokenRecords(&tr, x, t, in) {
+			rt.Fatalf("PrepareTokenRecords refused width %d", in)
+		}
+		rows := rapid.SliceOfN(rapid.IntRange(0, t-1), 2, 20).Draw(rt, "rows")
+		n := len(rows)
+		xe := make([]float32, n*in)
+		for i, row := range rows {
+			copy(xe[i*in:(i+1)*in], x[row*in:(row+1)*in])
+		}
+		var got, want []MatMat
+		for _, m := range mats {
+			got = append(got, MatMat{Y: make([]float32, n*m.Out), M: m})
+			want = append(want, MatMat{Y: make([]float32, n*m.Out), M: m})
+		}
+		k.QMatMatsGathered(0, &tr, rows, got)
+		k.QMatMatsOn(0, xe, n, want)
+		for i := range mats {
+			for j := range want[i].Y {
+				if math.Float32bits(got[i].Y[j]) != math.Float32bits(want[i].Y[j]) {
+					rt.Fatalf("in %d, rows %v, matrix %d: Y[%d] = %g, gathered x %g", in, rows, i, j, got[i].Y[j], want[i].Y[j])
+				}
+			}
+		}
+		defer func() {
+			if recover() == nil {
+				rt.Fatalf("row %d of %d accepted", t, t)
+			}
+		}()
+		k.QMatMatsGathered(0, &tr, []int{0, t}, got)
+	})
+}

@@ -33,7 +33,8 @@ const gcHeadroom = 2
 // counted once (the hidden state x, its normed copy and the layer output; attention's query and gate,
 // keys, values and output; the DeltaNet's convolution input and output, z, b, a and output; the
 // MoE's router logits, the gathered expert inputs and outputs, the experts' and shared expert's
-// gate, up and activation) plus one row of logits, times gcHeadroom. Attention is tiled (no
+// gate, up and activation, the normed rows as the integer GEMM's records) plus one row of logits,
+// times gcHeadroom. Attention is tiled (no
 // [chunk, ctx] score matrix), so no buffer grows with the context.
 func MemoryAt(d checkpoint.Dims, weights int64, ctx, chunk, kvElem int) Memory {
 	m := Memory{Weights: weights}
@@ -41,7 +42,7 @@ func MemoryAt(d checkpoint.Dims, weights int64, ctx, chunk, kvElem int) Memory {
 	m.State = 4 * int64(d.Count(checkpoint.LinearAttention)) * int64(d.DeltaNetState())
 	attn := 3*d.Hq*d.D + 2*d.KVWidth()
 	deltanet := 2*d.ConvDim() + 2*d.ValueDim() + 2*d.Hv
-	moe := d.E + 2*d.TopK*d.H + 3*d.TopK*d.I + 3*d.Is
+	moe := d.E + 2*d.TopK*d.H + 3*d.TopK*d.I + 3*d.Is + (2*d.H+d.H/8+3)/4 // the last: the rows' int8 records
 	perToken := 3*d.H + max(attn, deltanet, moe)
 	m.Buffers = gcHeadroom * 4 * (int64(chunk)*int64(perToken) + int64(d.Vocab))
 	return m
