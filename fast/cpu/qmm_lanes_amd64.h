@@ -61,3 +61,24 @@
 	VPERMD Z26, Z27, Z26 \
 	VPSLLD $16, Z26, Z26
 
+
+// LANETAIL(rec, s, f, sc, bi): the tail of one unit, token and step — the token's integer sums s
+// (the records' step at rec) converted, times its limb scales (rec + 2048), into f with the unit's
+// row scales sc; then the unit's biases bi against the token's group sums (rec + 2112).
+#define LANETAIL(rec, s, f, sc, bi) \
+	VCVTDQ2PS s, s \
+	VMULPS 2048 rec, s, s \
+	VFMADD231PS sc, s, f \
+	VFMADD231PS 2112 rec, bi, f
+
+// UNITPF(op, r): prefetch instruction op on one unit step's packed weights at r: 4 lines of the
+// first half, 4 of the second (halfW = BX bytes on).
+#define UNITPF(op, r) \
+	op (r) \
+	op 64(r) \
+	op 128(r) \
+	op 192(r) \
+	op (r)(BX*1) \
+	op 64(r)(BX*1) \
+	op 128(r)(BX*1) \
+	op 192(r)(BX*1)

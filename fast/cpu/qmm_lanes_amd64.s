@@ -164,14 +164,6 @@
 	VMOVDQU64 960(R12)(R11*1), Z30 \
 	VPDPBUSD Z30, Z19, Z7
 
-// TAIL(base, s, f): token sums s converted, times the token's limb scales, into f with the row scales;
-// then the biases against its group sums.
-#define TAIL(base, s, f) \
-	VCVTDQ2PS s, s \
-	VMULPS 2048 base, s, s \
-	VFMADD231PS Z25, s, f \
-	VFMADD231PS 2112 base, Z26, f
-
 TEXT ·qmmLanesAsm(SB), NOSPLIT, $0-128
 	MOVQ halfW+32(FP), BX
 	MOVQ halfSc+64(FP), R13
@@ -193,14 +185,7 @@ step:
 	// Prefetch this step of the unit two units on (an expert few tokens chose is read from DRAM).
 	MOVQ unitW+24(FP), DX
 	LEAQ (AX)(DX*2), DX
-	PREFETCHT0 (DX)
-	PREFETCHT0 64(DX)
-	PREFETCHT0 128(DX)
-	PREFETCHT0 192(DX)
-	PREFETCHT0 (DX)(BX*1)
-	PREFETCHT0 64(DX)(BX*1)
-	PREFETCHT0 128(DX)(BX*1)
-	PREFETCHT0 192(DX)(BX*1)
+	UNITPF(PREFETCHT0, DX)
 	TRANSPOSE
 	SCALES
 	VPXORD Z4, Z4, Z4
@@ -220,10 +205,10 @@ limb:
 	ADDQ $1024, R12
 	JMP limb
 tail:
-	TAIL((DI), Z4, Z0)
-	TAIL((DI)(R10*1), Z5, Z1)
-	TAIL((DI)(R10*2), Z6, Z2)
-	TAIL((DI)(R11*1), Z7, Z3)
+	LANETAIL((DI), Z4, Z0, Z25, Z26)
+	LANETAIL((DI)(R10*1), Z5, Z1, Z25, Z26)
+	LANETAIL((DI)(R10*2), Z6, Z2, Z25, Z26)
+	LANETAIL((DI)(R11*1), Z7, Z3, Z25, Z26)
 	ADDQ $512, AX
 	ADDQ $32, SI
 	ADDQ $32, R8
@@ -319,14 +304,7 @@ rstep:
 	MOVQ unitW+16(FP), DX
 	IMULQ $8, DX
 	ADDQ AX, DX
-	PREFETCHT1 (DX)
-	PREFETCHT1 64(DX)
-	PREFETCHT1 128(DX)
-	PREFETCHT1 192(DX)
-	PREFETCHT1 (DX)(BX*1)
-	PREFETCHT1 64(DX)(BX*1)
-	PREFETCHT1 128(DX)(BX*1)
-	PREFETCHT1 192(DX)(BX*1)
+	UNITPF(PREFETCHT1, DX)
 	MOVQ unitSc+48(FP), DX
 	IMULQ $8, DX
 	LEAQ (SI)(DX*1), R9
