@@ -10,25 +10,10 @@ import "fmt"
 type TokenRecords struct {
 	recs limbRecords
 	t    int
-	vecs []*Vec // per worker: preparation scratch
 }
 
 // Bytes returns the memory tr holds.
 func (tr *TokenRecords) Bytes() int { return cap(tr.recs.buf) }
-
-// prepareRecordsTask fills TokenRecords' rows [lo, hi) on the pool.
-type prepareRecordsTask struct {
-	k  *Kernels
-	tr *TokenRecords
-	x  []float32
-}
-
-func (p *prepareRecordsTask) Do(w, lo, hi int) {
-	in := p.tr.recs.in
-	for t := lo; t < hi; t++ {
-		p.tr.recs.fillAny(t, p.x[t*in:(t+1)*in], p.tr.vecs[w], p.k.limbs)
-	}
-}
 
 // PrepareTokenRecords prepares the t rows of x: [t, in] into tr (reusing its memory), in parallel on
 // the pool. It reports false, preparing nothing, where the integer GEMM does not run at width in.
@@ -39,15 +24,9 @@ func (k *Kernels) PrepareTokenRecords(tr *TokenRecords, x []float32, t, in int) 
 	if len(x) < t*in {
 		panic(fmt.Sprintf("cpu: PrepareTokenRecords: x %d for [%d, %d]", len(x), t, in))
 	}
-	if len(tr.vecs) != k.pool.Workers() || tr.vecs[0].n != in {
-		tr.vecs = make([]*Vec, k.pool.Workers())
-		for i := range tr.vecs {
-			tr.vecs[i] = newVec(in, true)
-		}
-	}
 	k.ensureRecs(&tr.recs, t, in)
 	tr.t = t
-	task := prepareRecordsTask{k: k, tr: tr, x: x}
+	task := qmmIntTask{k: k, x: x, t: t, prep: true, recs: &tr.recs, vecs: k.limbVecs(in)}
 	k.pool.RunTask(t, &task)
 	return true
 }

@@ -138,7 +138,24 @@ func (k *Kernels) intGEMM(m *QMat) bool {
 // over the row blocks of all the matrices.
 func (k *Kernels) qmmInt(x []float32, t int, jobs []MatMat) {
 	in := jobs[0].M.In
-	vs := k.lvecs[in] // an MoE layer alternates input widths (gate/up, then down): one set each
+	k.ensureRecs(&k.recs, t, in)
+	ig := &k.ig
+	*ig = qmmIntTask{k: k, x: x, t: t, prep: true, recs: &k.recs, vecs: k.limbVecs(in), jobs: jobs, ends: ig.ends[:0]}
+	k.pool.RunTask(t, ig)
+	ig.prep = false
+	blocks := 0
+	for _, j := range jobs {
+		blocks += (j.M.Out + qmmVNNIRows - 1) / qmmVNNIRows
+		ig.ends = append(ig.ends, blocks)
+	}
+	k.pool.RunTask(blocks, ig)
+	*ig = qmmIntTask{ends: ig.ends[:0]}
+}
+
+// limbVecs returns the per-worker scratch of preparing records of width in (an MoE layer
+// alternates input widths, gate/up then down: one set each).
+func (k *Kernels) limbVecs(in int) []*Vec {
+	vs := k.lvecs[in]
 	if vs == nil {
 		vs = make([]*Vec, k.pool.Workers())
 		for i := range vs {
@@ -149,18 +166,7 @@ func (k *Kernels) qmmInt(x []float32, t int, jobs []MatMat) {
 		}
 		k.lvecs[in] = vs
 	}
-	k.ensureRecs(&k.recs, t, in)
-	ig := &k.ig
-	*ig = qmmIntTask{k: k, x: x, t: t, prep: true, recs: &k.recs, vecs: vs, jobs: jobs, ends: ig.ends[:0]}
-	k.pool.RunTask(t, ig)
-	ig.prep = false
-	blocks := 0
-	for _, j := range jobs {
-		blocks += (j.M.Out + qmmVNNIRows - 1) / qmmVNNIRows
-		ig.ends = append(ig.ends, blocks)
-	}
-	k.pool.RunTask(blocks, ig)
-	*ig = qmmIntTask{ends: ig.ends[:0]}
+	return vs
 }
 
 // QMatMats computes every product of jobs, Y_j = X · M_jᵀ with X: [T, In] read by all of them
