@@ -20,6 +20,17 @@ import (
 const qmmIntTileTol = 1e-6
 
 // intKernels returns kernels with the integer GEMM reading n limbs with the given shift, or skips.
+// lockedIntKernels is intKernels for a single-worker benchmark on a locked OS thread (so that
+// thread CPU time is the work's); the caller defers the returned func.
+func lockedIntKernels(b *testing.B) (*Kernels, func()) {
+	runtime.LockOSThread()
+	p := NewPool(1)
+	return intKernels(b, p, qmmLimbs, limbShift), func() {
+		p.Close()
+		runtime.UnlockOSThread()
+	}
+}
+
 func intKernels(t testing.TB, p *Pool, n int, shift uint) *Kernels {
 	k := New(p)
 	if k.f.qmmTile == nil {
@@ -249,14 +260,11 @@ func BenchmarkQMatMatInt(b *testing.B) {
 	} {
 		for _, impl := range []string{"int", "int_pairs", "int_tile", "f32"} {
 			b.Run(fmt.Sprintf("%s/T%d/w1/%s", sh.name, sh.t, impl), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				p := NewPool(1)
-				defer p.Close()
-				k := intKernels(b, p, qmmLimbs, limbShift)
+				k, done := lockedIntKernels(b)
+				defer done()
 				switch impl {
 				case "f32":
-					k = newKernels(p, simdImpl(level512), true)
+					k = newKernels(k.pool, simdImpl(level512), true)
 				case "int_pairs":
 					k.noLanes = true
 				case "int_tile":

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"simd/archsimd"
 	"testing"
 )
@@ -61,11 +60,8 @@ func BenchmarkQMatMatIntCold(b *testing.B) {
 	for _, t := range []int{8, 4} {
 		for _, n := range []int{1, 256} {
 			b.Run(fmt.Sprintf("T%d/mats%d", t, n), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				p := NewPool(1)
-				defer p.Close()
-				k := intKernels(b, p, qmmLimbs, limbShift)
+				k, done := lockedIntKernels(b)
+				defer done()
 				r := rand.New(rand.NewPCG(3, 3))
 				ms := make([]*QMat, n)
 				for i := range ms {
@@ -91,11 +87,8 @@ func BenchmarkQMatMatIntTail(b *testing.B) {
 	const out, in = 512, 2048
 	for _, t := range []int{5, 6, 7, 8, 9} {
 		b.Run(fmt.Sprintf("T%d", t), func(b *testing.B) {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			p := NewPool(1)
-			defer p.Close()
-			k := intKernels(b, p, qmmLimbs, limbShift)
+			k, done := lockedIntKernels(b)
+			defer done()
 			r := rand.New(rand.NewPCG(3, 3))
 			m, x := randQMat(r, 4, out, in), randVec(r, t*in)
 			y := make([]float32, t*out)
@@ -115,11 +108,8 @@ func BenchmarkQMatMatIntBlocks(b *testing.B) {
 	for _, sh := range []struct{ out, in, t int }{{2048, 2048, 256}, {2048, 4096, 256}, {2048, 4096, 1024}, {2048, 512, 1024}} {
 		for _, tb := range []int{64, 128, 256, 0} {
 			b.Run(fmt.Sprintf("%dx%d/T%d/tb%d", sh.out, sh.in, sh.t, tb), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				p := NewPool(1)
-				defer p.Close()
-				k := intKernels(b, p, qmmLimbs, limbShift)
+				k, done := lockedIntKernels(b)
+				defer done()
 				if tb == 0 {
 					k.largeX = math.MaxInt
 				} else {
