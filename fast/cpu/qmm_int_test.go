@@ -373,14 +373,16 @@ func TestQMatMatsMatchQMatMat(t *testing.T) {
 
 // TestQMatMatIntStoresOnlyY: a last tile of fewer than recTile tokens stores only its own rows (the
 // assembly writes through a pointer, so a store past Y would land in whatever follows it): Y sits
-// in a larger buffer whose tail must stay untouched, for every token count of a partial tile.
+// in a larger buffer whose tail must stay untouched, for every token count of a partial tile, at
+// one row a lane unit (1,024 inputs) and two (512).
 func TestQMatMatIntStoresOnlyY(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()
 	k := intKernels(t, p, qmmLimbs, limbShift)
 	r := newRand(8)
-	for tok := 1; tok <= 2*recTile+1; tok++ {
-		m, x := randIntCase(r, 34, 2, tok)
+	for tok := 1; tok <= 3*recTile+1; tok++ {
+		blocks := 1 + tok%2 // in = 512·blocks
+		m, x := randIntCase(r, 34, blocks, tok)
 		buf := make([]float32, (tok+recTile)*m.Out)
 		for i := range buf {
 			buf[i] = 12345

@@ -76,8 +76,9 @@ func (k *Kernels) qmmLanesRows(w int, y []float32, m *QMat, r *limbRecords, t, o
 				k.f.laneQuads(y, m, b0, quads, ws, r.rec, r.stride, k.limbs, t)
 			} else {
 				k.f.laneRepack(ws, m, b0, units)
-				for t0 := 0; t0 < t; t0 += laneQuadTokens {
-					k.f.qmmLanesQuad(y[t0*m.Out+b0:], m.Out, ws, steps, quads, r.rec[t0*r.stride:], r.stride, k.limbs, min(laneQuadTokens, t-t0), rows)
+				for t0, nt := 0, 0; t0 < t; t0 += nt {
+					nt = laneQuadTile(t - t0)
+					k.f.qmmLanesQuad(y[t0*m.Out+b0:], m.Out, ws, steps, quads, r.rec[t0*r.stride:], r.stride, k.limbs, nt, rows)
 				}
 			}
 			done = b0 + units*rows
@@ -88,6 +89,16 @@ func (k *Kernels) qmmLanesRows(w int, y []float32, m *QMat, r *limbRecords, t, o
 			}
 		}
 	}
+}
+
+// laneQuadTile returns the tokens of the next quad tile where left tokens remain: laneQuadTokens,
+// but 2 of a last 4 (2 + 2 rather than 3 + 1: a tile of one token loads the 4 units' weights for
+// every 4 products, more than one load a cycle).
+func laneQuadTile(left int) int {
+	if left == 4 {
+		return 2
+	}
+	return min(laneQuadTokens, left)
 }
 
 // useLanes reports whether mat-mats of width in run on the lane-group GEMM (qmm_lanes.go) rather

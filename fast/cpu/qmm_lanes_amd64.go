@@ -107,9 +107,10 @@ func laneQuadsOuter(y []float32, m *QMat, o, quads int, ws, rec []byte, stride, 
 		r := o + 4*q*u.rows
 		laneRepackAsm(unsafe.Pointer(&ws[0]), unsafe.Pointer(&m.W[r*rb]), u.unitW, u.halfW,
 			unsafe.Pointer(&m.Scales[r*groups]), unsafe.Pointer(&m.Biases[r*groups]), u.unitSc, u.halfSc, u.steps, 4)
-		for t0 := 0; t0 < t; t0 += laneQuadTokens {
+		for t0, nt := 0, 0; t0 < t; t0 += nt {
+			nt = laneQuadTile(t - t0)
 			qmmLanesQuadAsm(&y[t0*m.Out+r], 4*m.Out, unsafe.Pointer(&ws[0]), u.steps*laneWBytes, u.steps,
-				unsafe.Pointer(&rec[t0*stride]), stride, n, 1, min(laneQuadTokens, t-t0), u.rows)
+				unsafe.Pointer(&rec[t0*stride]), stride, n, 1, nt, u.rows)
 		}
 	}
 }

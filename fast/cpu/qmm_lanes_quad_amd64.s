@@ -81,46 +81,45 @@
 	LANETAIL((DI)(R10*1), s1, f1, sc, Z31) \
 	LANETAIL((DI)(R10*2), s2, f2, sc, Z31)
 
-// QREDUCE(a, b, c, o1, o2, two, done): the unit whose tokens accumulate in a, b, c: per token
-// the sums of lanes 0–7 and 8–15 (Y27 lanes 2t, 2t+1), stored at o1(R9) a float a token (rows = 1:
-// their sum) or at o2(R9) two (rows = 2); R12 = R9 + 2·yStride, DX yStride, Z29 quadReduce, Z30 zero.
-#define QREDUCE(a, b, c, o1, o2, two, done) \
-	VSHUFI64X2 $0xB1, a, a, Z24 \
-	VADDPS Z24, a, a \
-	VSHUFI64X2 $0xB1, b, b, Z24 \
-	VADDPS Z24, b, b \
-	VSHUFI64X2 $0xB1, c, c, Z24 \
-	VADDPS Z24, c, c \
-	VSHUFI64X2 $0x88, b, a, Z25 \
-	VSHUFI64X2 $0x88, Z30, c, Z26 \
-	VSHUFPS $0x88, Z26, Z25, Z27 \
-	VSHUFPS $0xDD, Z26, Z25, Z28 \
+// QTAIL2, QTAIL1: QTAIL3 for a last tile of 2 or 1 tokens (the absent tokens' sums and
+// accumulators are never read).
+#define QTAIL2(sc, bi, s0, s1, f0, f1) \
+	VMOVUPS bi, Z31 \
+	LANETAIL((DI), s0, f0, sc, Z31) \
+	LANETAIL((DI)(R10*1), s1, f1, sc, Z31)
+
+#define QTAIL1(sc, bi, s0, f0) \
+	VMOVUPS bi, Z31 \
+	LANETAIL((DI), s0, f0, sc, Z31)
+
+// QREDUCE(a0, a1, a2, a3, dst, two, done): one token's accumulators of units 0–3 reduced to the
+// sums of their lanes 0–7 and 8–15 and stored at dst: with two rows a unit all 8 (Y27: unit u's
+// at 2u, 2u + 1), with one their pairwise sums (X27: unit u's at u). The 128-bit lanes of a unit
+// pair are added (l0 + l1, l2 + l3), then each lane's 4 floats as (e0 + e1) + (e2 + e3), gathered
+// by quadReduce (Z29); the one-row sums then compacted by quadCompact (Z30). The same additions in
+// the same order as qmmLanesAsm's reduction: the results are bit for bit its own.
+#define QREDUCE(a0, a1, a2, a3, dst, two, done) \
+	VSHUFI64X2 $0x88, a1, a0, Z24 \
+	VSHUFI64X2 $0xDD, a1, a0, Z25 \
+	VADDPS Z25, Z24, Z24 \
+	VSHUFI64X2 $0x88, a3, a2, Z26 \
+	VSHUFI64X2 $0xDD, a3, a2, Z27 \
+	VADDPS Z27, Z26, Z26 \
+	VSHUFPS $0x88, Z26, Z24, Z27 \
+	VSHUFPS $0xDD, Z26, Z24, Z28 \
 	VADDPS Z28, Z27, Z27 \
 	VSHUFPS $0xB1, Z27, Z27, Z28 \
 	VADDPS Z28, Z27, Z27 \
 	VPERMPS Z27, Z29, Z27 \
-	VEXTRACTF32X4 $1, Y27, X28 \
 	CMPQ rows+80(FP), $2 \
 	JEQ two \
 	VSHUFPS $0xB1, Y27, Y27, Y26 \
 	VADDPS Y26, Y27, Y27 \
-	VEXTRACTF32X4 $1, Y27, X28 \
-	VMOVSS X27, o1(R9) \
-	CMPQ ntok+72(FP), $1 \
-	JLE done \
-	VEXTRACTPS $2, X27, o1(R9)(DX*1) \
-	CMPQ ntok+72(FP), $2 \
-	JLE done \
-	VMOVSS X28, o1(R12) \
+	VPERMPS Z27, Z30, Z27 \
+	VMOVUPS X27, dst \
 	JMP done \
 two: \
-	VMOVQ X27, o2(R9) \
-	CMPQ ntok+72(FP), $1 \
-	JLE done \
-	VMOVHPS X27, o2(R9)(DX*1) \
-	CMPQ ntok+72(FP), $2 \
-	JLE done \
-	VMOVQ X28, o2(R12) \
+	VMOVUPS Y27, dst \
 done:
 
 TEXT ·qmmLanesQuadAsm(SB), NOSPLIT, $0-88
@@ -187,23 +186,43 @@ qlimbed:
 	ADDQ $1024, R12
 	JMP qlimb
 qtail:
+	CMPQ ntok+72(FP), $2
+	JLT qtail1
+	JEQ qtail2
 	QTAIL3(1024(AX), 1088(AX), Z12, Z13, Z14, Z0, Z1, Z2)
 	QTAIL3(1024(AX)(BX*1), 1088(AX)(BX*1), Z15, Z16, Z17, Z3, Z4, Z5)
 	QTAIL3(1024(AX)(BX*2), 1088(AX)(BX*2), Z18, Z19, Z20, Z6, Z7, Z8)
 	QTAIL3(1024(AX)(R13*1), 1088(AX)(R13*1), Z21, Z22, Z23, Z9, Z10, Z11)
+	JMP qtailed
+qtail2:
+	QTAIL2(1024(AX), 1088(AX), Z12, Z13, Z0, Z1)
+	QTAIL2(1024(AX)(BX*1), 1088(AX)(BX*1), Z15, Z16, Z3, Z4)
+	QTAIL2(1024(AX)(BX*2), 1088(AX)(BX*2), Z18, Z19, Z6, Z7)
+	QTAIL2(1024(AX)(R13*1), 1088(AX)(R13*1), Z21, Z22, Z9, Z10)
+	JMP qtailed
+qtail1:
+	QTAIL1(1024(AX), 1088(AX), Z12, Z0)
+	QTAIL1(1024(AX)(BX*1), 1088(AX)(BX*1), Z15, Z3)
+	QTAIL1(1024(AX)(BX*2), 1088(AX)(BX*2), Z18, Z6)
+	QTAIL1(1024(AX)(R13*1), 1088(AX)(R13*1), Z21, Z9)
+qtailed:
 	ADDQ $1152, AX
 	ADDQ $2176, DI
 	DECQ CX
 	JNZ qstep
-	VPXORD Z30, Z30, Z30
 	VPMOVZXBD quadReduce<>(SB), Z29
+	VPMOVZXBD quadCompact<>(SB), Z30
 	MOVQ y+0(FP), R9
 	MOVQ yStride+8(FP), DX
 	LEAQ (R9)(DX*2), R12
-	QREDUCE(Z0, Z1, Z2, 0, 0, two0, done0)
-	QREDUCE(Z3, Z4, Z5, 4, 8, two1, done1)
-	QREDUCE(Z6, Z7, Z8, 8, 16, two2, done2)
-	QREDUCE(Z9, Z10, Z11, 12, 24, two3, done3)
+	QREDUCE(Z0, Z3, Z6, Z9, (R9), two0, done0)
+	CMPQ ntok+72(FP), $1
+	JLE reduced
+	QREDUCE(Z1, Z4, Z7, Z10, (R9)(DX*1), two1, done1)
+	CMPQ ntok+72(FP), $2
+	JLE reduced
+	QREDUCE(Z2, Z5, Z8, Z11, (R12), two2, done2)
+reduced:
 	MOVQ rows+80(FP), DX
 	SHLQ $4, DX
 	ADDQ DX, y+0(FP)
@@ -220,3 +239,8 @@ qtail:
 DATA quadReduce<>+0(SB)/8, $0x0E0A06020C080400
 DATA quadReduce<>+8(SB)/8, $0
 GLOBL quadReduce<>(SB), RODATA|NOPTR, $16
+
+// quadCompact: VPERMPS indices (bytes, widened) gathering lanes 0, 2, 4, 6 into lanes 0–3.
+DATA quadCompact<>+0(SB)/8, $0x06040200
+DATA quadCompact<>+8(SB)/8, $0
+GLOBL quadCompact<>(SB), RODATA|NOPTR, $16
