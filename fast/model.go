@@ -39,6 +39,7 @@ type Model struct {
 	ops    vecOps // dot and axpy of the plans' inner loops
 	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
 	kv32   bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
+	spare  prefillSpare
 }
 
 type layer struct {

@@ -73,12 +73,22 @@ func (e *expertTask) Do(w, lo, hi int) {
 // expertBufs are moeExperts' buffers: the down projections by slot position and each worker's
 // gathered rows and gate/up outputs. A prefill chunk of 1,024 tokens needs 64 MB of the former at
 // the real width; kept on the session for the chunks of a Prefill call (which drops them at its
-// end, dropPrefillBufs), they are allocated once per call rather than per layer or chunk.
+// end, returnPrefillBufs, as the model's spare for the next call), they are allocated once
+// per call rather than per layer or chunk.
 type expertBufs struct {
 	yd         []float32
 	xe, ge, ue [][]float32
 	rows       [][]int
 	recs       cpu.TokenRecords // the chunk's normed rows for the experts' gate and up
+}
+
+// bytes returns the memory b holds.
+func (b *expertBufs) bytes() int {
+	n := 4*cap(b.yd) + b.recs.Bytes()
+	for w := range b.xe {
+		n += 4 * (cap(b.xe[w]) + cap(b.ge[w]) + cap(b.ue[w]))
+	}
+	return n
 }
 
 // grow makes b hold yd floats of slot outputs and, for each of workers, xe gathered-row floats,

@@ -1,6 +1,9 @@
 package fast
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // prefillBufs lends the prefill plan its chunk-sized float32 buffers (the [t, width] activations
 // of a layer step and of a chunk), reused across the layers and chunks of one Prefill call and
@@ -54,4 +57,24 @@ func (p *prefillBufs) bytes() int {
 		n += 4 * cap(b)
 	}
 	return n
+}
+
+// prefillSpare is the model's one spare set of chunk-sized prefill buffers: a Prefill call takes it
+// (Session.borrowPrefillBufs) and gives its buffers back at its end (returnPrefillBufs), so the next
+// call on any session reuses them instead of allocating tens of megabytes afresh — fresh memory
+// costs a page fault per 4 KB page and the runtime's zeroing, ~3% of a 256-token prefill's
+// CPU (BenchmarkPrefill). The model thus holds at most one chunk's buffers while no prefill runs,
+// which the memory budget (bench.MemoryAt's Buffers) already counts.
+type prefillSpare struct {
+	mu    sync.Mutex
+	slots [][]float32
+	moe   expertBufs
+}
+
+// bytes returns the memory the spare holds.
+func (p *prefillSpare) bytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pf := prefillBufs{slots: p.slots}
+	return pf.bytes() + p.moe.bytes()
 }

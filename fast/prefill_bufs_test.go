@@ -76,3 +76,54 @@ func TestIdleSessionHoldsNoChunkBuffers(t *testing.T) {
 		t.Fatalf("an idle session holds %d bytes of prefill buffers, want 0", n)
 	}
 }
+
+// TestPrefillBuffersReused: a Prefill call leaves its chunk-sized buffers to the model, and the
+// next call — on another session — runs on those same buffers rather than fresh ones, giving them
+// back at its end; its logits are bit for bit those of a model that never prefilled before (with
+// the same per-position callback: the callback's path computes every position's logits).
+func TestPrefillBuffersReused(t *testing.T) {
+	a, toks := tinySession(t, 64)
+	m := a.m
+	ctx := context.Background()
+	if _, err := a.Prefill(ctx, toks, engine.StepOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	spare := m.spare.bytes()
+	if spare == 0 || a.prefillHeld() != 0 {
+		t.Fatalf("after Prefill the model's spare holds %d bytes and the session %d, want >0 and 0", spare, a.prefillHeld())
+	}
+	first := &m.spare.slots[0][0]
+	var yd *float32 // the batched experts' buffers, where the fixture's experts run batched
+	if len(m.spare.moe.yd) > 0 {
+		yd = &m.spare.moe.yd[0]
+	}
+	b := m.newSession()
+	reused := false
+	each := func(int, []float32) error {
+		reused = len(b.pf.slots) > 0 && &b.pf.slots[0][0] == first && (yd == nil || &b.moe.yd[0] == yd)
+		if m.spare.bytes() != 0 {
+			t.Errorf("during Prefill the model's spare still holds %d bytes", m.spare.bytes())
+		}
+		return nil
+	}
+	got, err := b.Prefill(ctx, toks, engine.StepOptions{Full: true}, each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reused {
+		t.Fatal("the second Prefill did not run on the first one's buffers")
+	}
+	if m.spare.bytes() < spare || b.prefillHeld() != 0 {
+		t.Fatalf("after the second Prefill the spare holds %d bytes (want at least %d) and the session %d", m.spare.bytes(), spare, b.prefillHeld())
+	}
+	fresh, _ := tinySession(t, 64)
+	want, err := fresh.Prefill(ctx, toks, engine.StepOptions{Full: true}, func(int, []float32) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, v := range got.Logits {
+		if math.Float32bits(v) != math.Float32bits(want.Logits[j]) {
+			t.Fatalf("logit %d: %g on reused buffers, %g on fresh ones", j, v, want.Logits[j])
+		}
+	}
+}

@@ -110,7 +110,8 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 		}
 	}
 	// The chunk-sized buffers serve every chunk of this call; an idle session holds none of them.
-	defer s.dropPrefillBufs()
+	s.borrowPrefillBufs()
+	defer s.returnPrefillBufs()
 	var last []float32
 	for c0 := 0; c0 < len(toks); c0 += prefillChunk {
 		c1 := min(c0+prefillChunk, len(toks))
@@ -123,21 +124,35 @@ func (s *Session) Prefill(ctx context.Context, toks []int32, o engine.StepOption
 	return engine.NewStepResult(last, o), nil
 }
 
-// dropPrefillBufs frees the buffers the prefill plan kept across the chunks of a Prefill call.
-func (s *Session) dropPrefillBufs() {
+// borrowPrefillBufs takes the model's spare prefill buffers, if another call left them, for this
+// Prefill call.
+func (s *Session) borrowPrefillBufs() {
+	sp := &s.m.spare
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if len(s.pf.slots) == 0 && len(sp.slots) > 0 {
+		s.pf.slots, sp.slots = sp.slots, nil
+	}
+	if s.moe.yd == nil && sp.moe.yd != nil {
+		s.moe, sp.moe = sp.moe, expertBufs{}
+	}
+}
+
+// returnPrefillBufs hands the buffers the prefill plan kept across the chunks of a Prefill call to
+// the model as its spare (replacing any other: the model keeps one set), so that the session holds
+// none of them.
+func (s *Session) returnPrefillBufs() {
+	sp := &s.m.spare
+	sp.mu.Lock()
+	sp.slots, sp.moe = s.pf.slots, s.moe
+	sp.mu.Unlock()
 	s.pf.drop()
 	s.moe = expertBufs{}
 }
 
 // prefillHeld returns the bytes of chunk-sized prefill buffers the session holds (none between
 // calls).
-func (s *Session) prefillHeld() int {
-	n := s.pf.bytes() + 4*cap(s.moe.yd) + s.moe.recs.Bytes()
-	for w := range s.moe.xe {
-		n += 4 * (cap(s.moe.xe[w]) + cap(s.moe.ge[w]) + cap(s.moe.ue[w]))
-	}
-	return n
-}
+func (s *Session) prefillHeld() int { return s.pf.bytes() + s.moe.bytes() }
 
 // snapshot is a deep copy of a session's state.
 type snapshot struct {
