@@ -103,16 +103,21 @@ func normQK(ops vecOps, d *checkpoint.Dims, u []float32, s float32, lo, hi int) 
 func convStep(ops vecOps, d *checkpoint.Dims, wt, state, x, out []float32, lo, hi int) {
 	k, c := d.K, d.ConvDim()
 	o := out[lo:hi]
-	clear(o)
-	for j := 0; j < k-1; j++ {
-		ops.mulAdd(o, wt[j*c+lo:j*c+hi], state[j*c+lo:j*c+hi])
+	if k == 4 { // the model's kernel: one fused pass (cpu.ConvSiLU4), the same bits
+		ops.k.ConvSiLU4(o, [4][]float32{wt[lo:hi], wt[c+lo : c+hi], wt[2*c+lo : 2*c+hi], wt[3*c+lo : 3*c+hi]},
+			[4][]float32{state[lo:hi], state[c+lo : c+hi], state[2*c+lo : 2*c+hi], x[lo:hi]})
+	} else {
+		clear(o)
+		for j := 0; j < k-1; j++ {
+			ops.mulAdd(o, wt[j*c+lo:j*c+hi], state[j*c+lo:j*c+hi])
+		}
+		ops.mulAdd(o, wt[(k-1)*c+lo:(k-1)*c+hi], x[lo:hi])
+		ops.silu(o)
 	}
-	ops.mulAdd(o, wt[(k-1)*c+lo:(k-1)*c+hi], x[lo:hi])
 	for j := 0; j < k-2; j++ {
 		copy(state[j*c+lo:j*c+hi], state[(j+1)*c+lo:(j+1)*c+hi])
 	}
 	copy(state[(k-2)*c+lo:(k-2)*c+hi], x[lo:hi])
-	ops.silu(o)
 }
 
 // convWeightsT returns the conv kernel w: [C, K] transposed to [K, C], the layout convStep reads
@@ -140,9 +145,17 @@ func convSeq(ops vecOps, d *checkpoint.Dims, wt, state, x []float32, t int, tmp 
 	for j := 0; j < k-1; j++ {
 		copy(slot(j-(k-1)), state[j*c+lo:j*c+hi])
 	}
+	var w4 [4][]float32 // the taps' weights over the range, where K = 4 (the model's kernel)
+	if k == 4 {
+		w4 = [4][]float32{wt[lo:hi], wt[c+lo : c+hi], wt[2*c+lo : 2*c+hi], wt[3*c+lo : 3*c+hi]}
+	}
 	for i := 0; i < t; i++ {
 		row := x[i*c+lo : i*c+hi]
 		copy(slot(i), row)
+		if k == 4 { // one fused pass (cpu.ConvSiLU4), the same bits as the loop below
+			ops.k.ConvSiLU4(row, w4, [4][]float32{slot(i - 3), slot(i - 2), slot(i - 1), slot(i)})
+			continue
+		}
 		clear(row)
 		for j := 0; j < k; j++ { // tap j reads pre-conv row i-(K-1)+j
 			ops.mulAdd(row, wt[j*c+lo:j*c+hi], slot(i-(k-1)+j))

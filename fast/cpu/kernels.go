@@ -58,6 +58,7 @@ type impl struct {
 	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
 	gatedScale         func(out, x, gate, w []float32, r float32, c *expConsts)
 	mulAdd             func(y, a, b []float32)
+	convSiLU4          func(out []float32, w, x [4][]float32, c *expConsts) // ConvSiLU4 (nil: its steps)
 	scoreTileLower     func(s, q []float32, m, d int, keys []float32, ks int)
 	// The fp16 KV cache's tiles (nil: widen the block into scratch, then scoreTile / accumTile).
 	scoreTileF16 func(s, q []float32, m, d int, keys []uint16, ks, n int, scratch []float32, vals []uint16)

@@ -96,6 +96,7 @@ func simdImpl(level simdLevel) impl {
 		accumTileLower:   accumTileLowerSIMD,
 		gatedScale:       gatedScaleSIMD,
 		mulAdd:           mulAddSIMD,
+		convSiLU4:        convSiLU4SIMD,
 		scoreTileLower:   scoreTileLowerSIMD,
 		scoreTileF16:     scoreF16,
 		accumTileF16:     accumF16,
