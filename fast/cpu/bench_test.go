@@ -246,6 +246,7 @@ func BenchmarkQMatMat(b *testing.B) {
 		{"q4_512x2048_gate", 4, 512, 2048, []int{8, 64}, []string{"simd", "simd512", "simd256", "portable"}},
 		{"q4_2048x512_down", 4, 2048, 512, []int{8, 64}, []string{"simd", "simd512", "simd256", "portable"}},
 		{"q4_2048x2048_dense", 4, 2048, 2048, []int{512}, []string{"simd", "simd512", "simdRows"}},
+		{"q8_256x2048_router", 8, 256, 2048, []int{256}, []string{"simd", "simd256"}}, // prefill's router: float32
 	} {
 		for _, t := range sh.ts {
 			for _, impl := range sh.impls {

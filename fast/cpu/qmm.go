@@ -7,6 +7,10 @@ import "github.com/lily-engine/lily/internal/safetensors"
 // token row is multiplied with them.
 const qmmRowBlock = 4
 
+// qmmScratchRows is the rows of each worker's dequantization scratch: the kernels' largest block
+// (qmmWideRows on the 512-bit kernels).
+const qmmScratchRows = 16
+
 // qmmRowsFunc is a mat-mat kernel: rows [lo, hi) of Y (lo a multiple of qmmRowBlock) from X, with
 // qmmRowBlock·In float32s of scratch in buf.
 type qmmRowsFunc func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
@@ -77,7 +81,7 @@ func (k *Kernels) QMatMat(y []float32, m *QMat, x []float32, t int) {
 		k.one[0] = MatMat{}
 		return
 	}
-	if need := qmmRowBlock * m.In; len(k.buf[0]) < need {
+	if need := qmmScratchRows * m.In; len(k.buf[0]) < need {
 		for i := range k.buf {
 			k.buf[i] = make([]float32, need)
 		}

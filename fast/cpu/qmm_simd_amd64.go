@@ -117,6 +117,9 @@ func qmmRowBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, h
 	px := unsafe.Pointer(unsafe.SliceData(x))
 	var tb groupTable
 	pc := newPerm512()
+	if wide && in%16 == 0 && t >= 4 && len(buf) >= qmmWideRows*in && archsimd.X86.AVX512() {
+		lo = qmmWideBlocks(y, m, x, t, buf, lo, hi, &tb, &pc)
+	}
 	for o0 := lo; o0 < hi; o0 += qmmRowBlock {
 		n := min(qmmRowBlock, hi-o0)
 		for j := range n {
@@ -141,6 +144,38 @@ func qmmRowBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, h
 		}
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// qmmWideRows is how many rows qmmWideBlocks dequantizes together: each pass of the token rows
+// then feeds 16 rows (4 key quads of scoreQuads), where a 4-row block reads every token row once
+// per 4 rows (BenchmarkQMatMat/q8_256x2048_router).
+const qmmWideRows = 16
+
+// qmmWideBlocks runs qmmRowBlocks' whole blocks of qmmWideRows rows from lo: each dequantized into
+// buf, then every 4 token rows against them in the attention score tile (scoreQuads: per 16
+// dimensions 8 loads for 16 FMAs, where tile4x2x512 spends 6 for 8), straight into Y, and the last
+// t mod 4 tokens by dot products. It returns the first row it left.
+func qmmWideBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int, tb *groupTable, pc *perm512) int {
+	in, out := m.In, m.Out
+	for ; lo+qmmWideRows <= hi; lo += qmmWideRows {
+		for j := range qmmWideRows {
+			if m.Bits == 4 {
+				dequantRow4x512(buf[j*in:(j+1)*in], m, lo+j, tb, pc)
+			} else {
+				dequantRowSIMD(buf[j*in:(j+1)*in], m, lo+j, tb)
+			}
+		}
+		tt := 0
+		for ; tt+4 <= t; tt += 4 {
+			scoreQuads(&y[tt*out+lo], 4*out, &x[tt*in], 4*in, &buf[0], 4*in, in, qmmWideRows/4)
+		}
+		for ; tt < t; tt++ {
+			for j := range qmmWideRows {
+				y[tt*out+lo+j] = dotSIMD(buf[j*in:(j+1)*in], x[tt*in:(tt+1)*in])
+			}
+		}
+	}
+	return lo
 }
 
 // tile4x2 computes y0[r] = Σ_i w_r[i]·x0[i] and y1[r] = Σ_i w_r[i]·x1[i] for the 4 dequantized rows
