@@ -1,4 +1,5 @@
-// The lane-group kernels' shared macros (qmm_lanes_amd64.s, qmm_lanes_quad_amd64.s).
+// The integer GEMM kernels' shared macros (qmm_lanes_amd64.s, qmm_lanes_quad_amd64.s; UNITPF also
+// qmm_vnni_amd64.s).
 
 // UNPACK4(o0, o1, o2, o3): the 4×4 dword transposes inside each 128-bit lane of Z8–Z11 (VPUNPCK,
 // through Z12–Z15) into o0–o3: o_m's lane c holds dword m of lane c of Z8, Z9, Z10, Z11 in turn.
@@ -71,14 +72,15 @@
 	VFMADD231PS sc, s, f \
 	VFMADD231PS 2112 rec, bi, f
 
-// UNITPF(op, r): prefetch instruction op on one unit step's packed weights at r: 4 lines of the
-// first half, 4 of the second (halfW = BX bytes on).
-#define UNITPF(op, r) \
+// UNITPF(op, r, h): prefetch instruction op on 4 lines at r and 4 at r + h: one lane unit step's
+// packed weights (h the halves' distance, halfW), or a block of a 2-row tile's row pair (h the row
+// bytes; qmm_vnni_amd64.s).
+#define UNITPF(op, r, h) \
 	op (r) \
 	op 64(r) \
 	op 128(r) \
 	op 192(r) \
-	op (r)(BX*1) \
-	op 64(r)(BX*1) \
-	op 128(r)(BX*1) \
-	op 192(r)(BX*1)
+	op (r)(h*1) \
+	op 64(r)(h*1) \
+	op 128(r)(h*1) \
+	op 192(r)(h*1)

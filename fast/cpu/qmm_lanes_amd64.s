@@ -185,7 +185,7 @@ step:
 	// Prefetch this step of the unit two units on (an expert few tokens chose is read from DRAM).
 	MOVQ unitW+24(FP), DX
 	LEAQ (AX)(DX*2), DX
-	UNITPF(PREFETCHT0, DX)
+	UNITPF(PREFETCHT0, DX, BX)
 	TRANSPOSE
 	SCALES
 	VPXORD Z4, Z4, Z4
@@ -304,7 +304,7 @@ rstep:
 	MOVQ unitW+16(FP), DX
 	IMULQ $8, DX
 	ADDQ AX, DX
-	UNITPF(PREFETCHT1, DX)
+	UNITPF(PREFETCHT1, DX, BX)
 	MOVQ unitSc+48(FP), DX
 	IMULQ $8, DX
 	LEAQ (SI)(DX*1), R9

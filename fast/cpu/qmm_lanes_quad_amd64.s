@@ -73,24 +73,21 @@
 	Q(896) \
 	Q(960)
 
-// QTAIL3(sc, bi, s0, s1, s2, f0, f1, f2): the step's tail for one unit (its row scales at sc,
-// biases at bi) and the tile's 3 tokens (records R10 apart): sums s0–s2 into f0–f2 (LANETAIL).
-#define QTAIL3(sc, bi, s0, s1, s2, f0, f1, f2) \
-	VMOVUPS bi, Z31 \
-	LANETAIL((DI), s0, f0, sc, Z31) \
-	LANETAIL((DI)(R10*1), s1, f1, sc, Z31) \
-	LANETAIL((DI)(R10*2), s2, f2, sc, Z31)
-
-// QTAIL2, QTAIL1: QTAIL3 for a last tile of 2 or 1 tokens (the absent tokens' sums and
-// accumulators are never read).
-#define QTAIL2(sc, bi, s0, s1, f0, f1) \
-	VMOVUPS bi, Z31 \
-	LANETAIL((DI), s0, f0, sc, Z31) \
-	LANETAIL((DI)(R10*1), s1, f1, sc, Z31)
-
+// QTAIL1(sc, bi, s0, f0), QTAIL2(…, s0, s1, f0, f1), QTAIL3(…, s0, s1, s2, f0, f1, f2): the step's
+// tail for one unit (its row scales at sc, biases at bi) and the tile's first 1, 2 or 3 tokens
+// (records R10 apart): sums s0… into f0… (LANETAIL). A last tile of 1 or 2 tokens runs only its
+// own (the absent tokens' sums and accumulators are never read).
 #define QTAIL1(sc, bi, s0, f0) \
 	VMOVUPS bi, Z31 \
 	LANETAIL((DI), s0, f0, sc, Z31)
+
+#define QTAIL2(sc, bi, s0, s1, f0, f1) \
+	QTAIL1(sc, bi, s0, f0) \
+	LANETAIL((DI)(R10*1), s1, f1, sc, Z31)
+
+#define QTAIL3(sc, bi, s0, s1, s2, f0, f1, f2) \
+	QTAIL2(sc, bi, s0, s1, f0, f1) \
+	LANETAIL((DI)(R10*2), s2, f2, sc, Z31)
 
 // QREDUCE(a0, a1, a2, a3, dst, two, done): one token's accumulators of units 0–3 reduced to the
 // sums of their lanes 0–7 and 8–15 and stored at dst: with two rows a unit all 8 (Y27: unit u's

@@ -1,6 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+#include "qmm_lanes_amd64.h"
 
 // func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
 //
@@ -180,14 +181,7 @@ done: \
 	VPMOVZXWD (R8)(R13*1), Y31 \
 	VPSLLD $16, Y31, Y31 \
 	LEAQ (AX)(R12*4), DX \
-	PREFETCHT0 (DX) \
-	PREFETCHT0 64(DX) \
-	PREFETCHT0 128(DX) \
-	PREFETCHT0 192(DX) \
-	PREFETCHT0 (DX)(R12*1) \
-	PREFETCHT0 64(DX)(R12*1) \
-	PREFETCHT0 128(DX)(R12*1) \
-	PREFETCHT0 192(DX)(R12*1) \
+	UNITPF(PREFETCHT0, DX, R12) \
 	LEAQ (SI)(R13*4), DX \
 	PREFETCHT0 (DX) \
 	PREFETCHT0 (DX)(R13*1) \
