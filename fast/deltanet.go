@@ -104,8 +104,7 @@ func convStep(ops vecOps, d *checkpoint.Dims, wt, state, x, out []float32, lo, h
 	k, c := d.K, d.ConvDim()
 	o := out[lo:hi]
 	if k == 4 { // the model's kernel: one fused pass (cpu.ConvSiLU4), the same bits
-		ops.k.ConvSiLU4(o, [4][]float32{wt[lo:hi], wt[c+lo : c+hi], wt[2*c+lo : 2*c+hi], wt[3*c+lo : 3*c+hi]},
-			[4][]float32{state[lo:hi], state[c+lo : c+hi], state[2*c+lo : 2*c+hi], x[lo:hi]})
+		ops.k.ConvSiLU4(o, convTaps4(wt, c, lo, hi), [4][]float32{state[lo:hi], state[c+lo : c+hi], state[2*c+lo : 2*c+hi], x[lo:hi]})
 	} else {
 		clear(o)
 		for j := 0; j < k-1; j++ {
@@ -118,6 +117,12 @@ func convStep(ops vecOps, d *checkpoint.Dims, wt, state, x, out []float32, lo, h
 		copy(state[j*c+lo:j*c+hi], state[(j+1)*c+lo:(j+1)*c+hi])
 	}
 	copy(state[(k-2)*c+lo:(k-2)*c+hi], x[lo:hi])
+}
+
+// convTaps4 returns the 4 taps of the transposed conv kernel wt: [4, C] (c = C) over channels
+// [lo, hi), as cpu.ConvSiLU4 takes them.
+func convTaps4(wt []float32, c, lo, hi int) [4][]float32 {
+	return [4][]float32{wt[lo:hi], wt[c+lo : c+hi], wt[2*c+lo : 2*c+hi], wt[3*c+lo : 3*c+hi]}
 }
 
 // convWeightsT returns the conv kernel w: [C, K] transposed to [K, C], the layout convStep reads
@@ -147,7 +152,7 @@ func convSeq(ops vecOps, d *checkpoint.Dims, wt, state, x []float32, t int, tmp 
 	}
 	var w4 [4][]float32 // the taps' weights over the range, where K = 4 (the model's kernel)
 	if k == 4 {
-		w4 = [4][]float32{wt[lo:hi], wt[c+lo : c+hi], wt[2*c+lo : 2*c+hi], wt[3*c+lo : 3*c+hi]}
+		w4 = convTaps4(wt, c, lo, hi)
 	}
 	for i := 0; i < t; i++ {
 		row := x[i*c+lo : i*c+hi]

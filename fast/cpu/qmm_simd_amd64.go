@@ -122,13 +122,7 @@ func qmmRowBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, h
 	}
 	for o0 := lo; o0 < hi; o0 += qmmRowBlock {
 		n := min(qmmRowBlock, hi-o0)
-		for j := range n {
-			if wide && m.Bits == 4 {
-				dequantRow4x512(buf[j*in:(j+1)*in], m, o0+j, &tb, &pc)
-			} else {
-				dequantRowSIMD(buf[j*in:(j+1)*in], m, o0+j, &tb)
-			}
-		}
+		dequantRows(buf, m, o0, n, wide, &tb, &pc)
 		tt := 0
 		if n == qmmRowBlock {
 			pw := unsafe.Pointer(unsafe.SliceData(buf[:4*in]))
@@ -137,13 +131,32 @@ func qmmRowBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, h
 					(*[4]float32)(y[tt*out+o0:]), (*[4]float32)(y[(tt+1)*out+o0:]))
 			}
 		}
-		for ; tt < t; tt++ {
-			for j := range n {
-				y[tt*out+o0+j] = dotSIMD(buf[j*in:(j+1)*in], x[tt*in:(tt+1)*in])
-			}
-		}
+		dotRows(y, out, o0, n, buf, x, in, tt, t)
 	}
 	archsimd.ClearAVXUpperBits()
+}
+
+// dequantRows writes rows [o0, o0+n) of m into buf, dequantized in the order X is permuted to
+// (the 512-bit 4-bit unpack where wide).
+func dequantRows(buf []float32, m *QMat, o0, n int, wide bool, tb *groupTable, pc *perm512) {
+	in := m.In
+	for j := range n {
+		if wide && m.Bits == 4 {
+			dequantRow4x512(buf[j*in:(j+1)*in], m, o0+j, tb, pc)
+		} else {
+			dequantRowSIMD(buf[j*in:(j+1)*in], m, o0+j, tb)
+		}
+	}
+}
+
+// dotRows computes Y's rows [o0, o0+n) for tokens [t0, t) by dot products with the n dequantized
+// rows in buf (the tokens no tile took).
+func dotRows(y []float32, out, o0, n int, buf, x []float32, in, t0, t int) {
+	for tt := t0; tt < t; tt++ {
+		for j := range n {
+			y[tt*out+o0+j] = dotSIMD(buf[j*in:(j+1)*in], x[tt*in:(tt+1)*in])
+		}
+	}
 }
 
 // qmmWideRows is how many rows qmmWideBlocks dequantizes together: each pass of the token rows
@@ -158,22 +171,12 @@ const qmmWideRows = 16
 func qmmWideBlocks(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int, tb *groupTable, pc *perm512) int {
 	in, out := m.In, m.Out
 	for ; lo+qmmWideRows <= hi; lo += qmmWideRows {
-		for j := range qmmWideRows {
-			if m.Bits == 4 {
-				dequantRow4x512(buf[j*in:(j+1)*in], m, lo+j, tb, pc)
-			} else {
-				dequantRowSIMD(buf[j*in:(j+1)*in], m, lo+j, tb)
-			}
-		}
+		dequantRows(buf, m, lo, qmmWideRows, true, tb, pc)
 		tt := 0
 		for ; tt+4 <= t; tt += 4 {
 			scoreQuads(&y[tt*out+lo], 4*out, &x[tt*in], 4*in, &buf[0], 4*in, in, qmmWideRows/4)
 		}
-		for ; tt < t; tt++ {
-			for j := range qmmWideRows {
-				y[tt*out+lo+j] = dotSIMD(buf[j*in:(j+1)*in], x[tt*in:(tt+1)*in])
-			}
-		}
+		dotRows(y, out, lo, qmmWideRows, buf, x, in, tt, t)
 	}
 	return lo
 }
