@@ -67,7 +67,7 @@ func (k *Kernels) QMatVecs(jobs []MatVec) {
 		clearUpper()
 		t.Do(0, 0, blocks)
 	} else {
-		k.pool.RunTask(blocks, t)
+		k.pool.RunTaskTapered(blocks, t)
 	}
 	t.jobs = nil
 }

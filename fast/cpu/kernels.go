@@ -197,7 +197,7 @@ func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
 		return
 	}
 	k.mv = qmvTask{rows: rows, y: y, m: m, v: v}
-	k.pool.RunTask((m.Out+rowBlock-1)/rowBlock, &k.mv)
+	k.pool.RunTaskTapered((m.Out+rowBlock-1)/rowBlock, &k.mv)
 	k.mv = qmvTask{}
 }
 

@@ -36,14 +36,17 @@ type Pool struct {
 	n       int
 	workers []*poolWorker // the background workers (1 … n-1)
 	// The job being run, written by Run before it bumps gen.
-	task    Task
-	items   int
-	chunk   int
-	guided  bool // chunks of the remaining items over 2·n, down to one (RunTaskGuided)
-	next    atomic.Int64
-	gen     atomic.Uint64 // job number; a worker runs job gen once
-	pending atomic.Int32  // background workers still in the current job
-	closed  atomic.Bool
+	task  Task
+	items int
+	chunk int
+	// A guided job's takes: half a worker's share of the remaining items, within [takeMin,
+	// takeMax] (RunTaskGuided, RunTaskTapered); otherwise fixed chunks of chunk items.
+	guided           bool
+	takeMin, takeMax int
+	next             atomic.Int64
+	gen              atomic.Uint64 // job number; a worker runs job gen once
+	pending          atomic.Int32  // background workers still in the current job
+	closed           atomic.Bool
 }
 
 // poolWorker is one background worker's parking state.
@@ -135,20 +138,23 @@ func (p *Pool) drain(w int) {
 // the other to wait at the end.
 const guidedMax = 4
 
-// drainGuided is drain for RunTaskGuided: each take is half a worker's share of what is left, at
-// most guidedMax items.
+// taperParts: RunTaskTapered's smallest take is 1/taperParts of a worker's share.
+const taperParts = 16
+
+// drainGuided is drain for RunTaskGuided and RunTaskTapered: each take is half a worker's share of
+// what is left, within [takeMin, takeMax].
 func (p *Pool) drainGuided(w int) {
 	for {
 		lo := int(p.next.Load())
 		if lo >= p.items {
 			return
 		}
-		n := max(1, min(guidedMax, (p.items-lo)/(2*p.n)))
-		if !p.next.CompareAndSwap(int64(lo), int64(lo+n)) {
+		hi := min(p.items, lo+max(p.takeMin, min(p.takeMax, (p.items-lo)/(2*p.n))))
+		if !p.next.CompareAndSwap(int64(lo), int64(hi)) {
 			continue
 		}
 		clearUpper()
-		p.task.Do(w, lo, lo+n)
+		p.task.Do(w, lo, hi)
 	}
 }
 
@@ -158,17 +164,27 @@ const chunksPerWorker = 4
 
 // RunTask runs t over [0, items) on all workers and returns when every item is done.
 // It allocates nothing.
-func (p *Pool) RunTask(items int, t Task) { p.run(items, t, false) }
+func (p *Pool) RunTask(items int, t Task) { p.run(items, t, false, 0, 0) }
 
 // RunTaskGuided is RunTask for items of unequal cost sorted from the costliest down (the experts
 // of a prefill chunk by their token counts): the workers take chunks of half their share of the
 // remaining items (at most guidedMax), down to single items at the end, so that they finish
 // together.
-func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true) }
+func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true, 1, guidedMax) }
+
+// RunTaskTapered is RunTask for items of equal cost whose workers should finish together (decode's
+// mat-vecs, which stream the weights from DRAM: while one worker waits for the other at the end,
+// the bandwidth of one core is all the job gets): the workers take half their share of the
+// remaining items, down to 1/taperParts of a share at the end, where RunTask's fixed quarters of
+// a share leave one worker idle for about an eighth of a share on average. The takes stay large
+// (each restarts the kernels' prefetch streams) and few: about a dozen a job for two workers.
+func (p *Pool) RunTaskTapered(items int, t Task) {
+	p.run(items, t, true, max(1, items/(p.n*taperParts)), items)
+}
 
 // run dispatches t over [0, items) to every worker and waits for them; one item, or a pool of one
 // worker, runs on the caller.
-func (p *Pool) run(items int, t Task, guided bool) {
+func (p *Pool) run(items int, t Task, guided bool, takeMin, takeMax int) {
 	if items <= 0 {
 		return
 	}
@@ -177,7 +193,7 @@ func (p *Pool) run(items int, t Task, guided bool) {
 		t.Do(0, 0, items)
 		return
 	}
-	p.task, p.items, p.guided = t, items, guided
+	p.task, p.items, p.guided, p.takeMin, p.takeMax = t, items, guided, takeMin, takeMax
 	p.chunk = max(1, (items+p.n*chunksPerWorker-1)/(p.n*chunksPerWorker))
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.workers)))

@@ -59,6 +59,39 @@ func TestPoolGuidedCoversRangeOnce(t *testing.T) {
 	})
 }
 
+// TestPoolTaperedCoversRangeOnce: RunTaskTapered runs every item once and no further, in takes of
+// at least 1/taperParts of a worker's share (but the last), and a guided job after it on the same
+// pool runs in full.
+func TestPoolTaperedCoversRangeOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
+		defer p.Close()
+		for range 3 {
+			n := rapid.IntRange(0, 5000).Draw(t, "n")
+			hits := make([]atomic.Int32, n)
+			minTake := max(1, n/(p.Workers()*taperParts))
+			var tapered atomic.Bool
+			task := taskOf(func(_, lo, hi int) {
+				if lo >= hi || (tapered.Load() && p.Workers() > 1 && hi-lo < minTake && hi != n) {
+					t.Errorf("n %d: take [%d, %d), smallest %d", n, lo, hi, minTake)
+				}
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+			})
+			tapered.Store(true)
+			p.RunTaskTapered(n, task)
+			tapered.Store(false)
+			p.RunTaskGuided(n, task)
+			for i := range hits {
+				if h := hits[i].Load(); h != 2 {
+					t.Fatalf("n %d: item %d run %d times, want once per job", n, i, h)
+				}
+			}
+		}
+	})
+}
+
 func TestPoolWorkerIndex(t *testing.T) {
 	p := NewPool(3)
 	defer p.Close()
