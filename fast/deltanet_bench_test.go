@@ -132,3 +132,47 @@ func threadCPUTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkDeltaNetStep is the delta rule of one decode token (deltanetStep) over a whole layer's
+// 32 value heads at the real dims, split over 1 or 2 workers by key head as the decode step splits
+// it, cycling through 48 layers' states (96 MB, past the L3: in decode the weights stream through
+// the caches between two tokens' steps, so each layer's 2 MB state comes from DRAM). It is the
+// state's part of a decode step's DeltaNet phase (conv, norms, gates and the output norm are not
+// in it): the figure to set against that phase's time in a decode step.
+func BenchmarkDeltaNetStep(b *testing.B) {
+	const layers = 48
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("w%d", workers), func(b *testing.B) {
+			pool := cpu.NewPool(workers)
+			defer pool.Close()
+			ops := vecOps{cpu.New(pool)}
+			d := &checkpoint.Dims{Hk: 16, Hv: 32, Dk: 128, Dv: 128, K: 4}
+			per, rep := d.Hv*d.Dk*d.Dv, d.Hv/d.Hk
+			block := make([]float32, layers*per)
+			r := rand.New(rand.NewPCG(4, 4))
+			for i := range block {
+				block[i] = float32(r.NormFloat64() * 0.01)
+			}
+			qk := make([]float32, 2*d.Hk*d.Dk)
+			for i := range qk {
+				qk[i] = float32(r.NormFloat64() * 0.1)
+			}
+			v := make([]float32, d.Hv*d.Dv)
+			g, beta := make([]float32, d.Hv), make([]float32, d.Hv)
+			for h := range g {
+				g[h], beta[h] = -0.05, 0.5
+			}
+			out := make([]float32, d.Hv*d.Dv)
+			scr := make([]float32, d.Hv*(d.Dk+d.Dv))
+			i := 0
+			for b.Loop() {
+				state := block[i%layers*per : (i%layers+1)*per]
+				pool.Run(d.Hk, func(lo, hi int) {
+					deltanetStep(ops, d, qk, v, g, beta, state, out, scr, lo*rep, hi*rep)
+				})
+				i++
+			}
+			b.ReportMetric(float64(4*per*2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
