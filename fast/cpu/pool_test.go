@@ -31,65 +31,52 @@ func TestPoolCoversRangeOnce(t *testing.T) {
 	})
 }
 
-// TestPoolGuidedCoversRangeOnce: RunTaskGuided runs every item once, in chunks no larger than
-// guidedMax, and a guided job followed by a plain one on the same pool runs the plain one in full.
-func TestPoolGuidedCoversRangeOnce(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
-		defer p.Close()
-		for range 3 {
-			n := rapid.IntRange(0, 600).Draw(t, "n")
-			hits := make([]atomic.Int32, n)
-			task := taskOf(func(_, lo, hi int) {
-				if lo >= hi || (p.guided && hi-lo > guidedMax) {
-					t.Errorf("chunk [%d, %d)", lo, hi)
-				}
-				for i := lo; i < hi; i++ {
-					hits[i].Add(1)
-				}
-			})
-			p.RunTaskGuided(n, task)
-			p.RunTask(n, task)
-			for i := range hits {
-				if h := hits[i].Load(); h != 2 {
-					t.Fatalf("n %d: item %d run %d times, want once per job", n, i, h)
-				}
-			}
-		}
-	})
-}
-
-// TestPoolTaperedCoversRangeOnce: RunTaskTapered runs every item once and no further, in takes of
-// at least 1/taperParts of a worker's share (but the last), and a guided job after it on the same
-// pool runs in full.
-func TestPoolTaperedCoversRangeOnce(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
-		defer p.Close()
-		for range 3 {
-			n := rapid.IntRange(0, 5000).Draw(t, "n")
-			hits := make([]atomic.Int32, n)
-			minTake := max(1, n/(p.Workers()*taperParts))
-			var tapered atomic.Bool
-			task := taskOf(func(_, lo, hi int) {
-				if lo >= hi || (tapered.Load() && p.Workers() > 1 && hi-lo < minTake && hi != n) {
-					t.Errorf("n %d: take [%d, %d), smallest %d", n, lo, hi, minTake)
-				}
-				for i := lo; i < hi; i++ {
-					hits[i].Add(1)
+// TestPoolSchedulesCoverRangeOnce: RunTaskGuided and RunTaskTapered run every item once and none
+// past the end, in takes within their bounds (guided: at most guidedMax; tapered: at least
+// 1/taperParts of a worker's share, but the last), and a plain job after either on the same pool
+// runs in full. A pool of one worker, or a job of one item, runs it all in one call.
+func TestPoolSchedulesCoverRangeOnce(t *testing.T) {
+	schedules := []struct {
+		name string
+		run  func(p *Pool, n int, task Task)
+		ok   func(p *Pool, n, lo, hi int) bool // the take [lo, hi) of n items is within bounds
+	}{
+		{"guided", (*Pool).RunTaskGuided, func(_ *Pool, _, lo, hi int) bool { return hi-lo <= guidedMax }},
+		{"tapered", (*Pool).RunTaskTapered, func(p *Pool, n, lo, hi int) bool {
+			return hi == n || hi-lo >= max(1, n/(p.Workers()*taperParts))
+		}},
+	}
+	for _, sc := range schedules {
+		t.Run(sc.name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				p := NewPool(rapid.IntRange(1, 5).Draw(t, "workers"))
+				defer p.Close()
+				for range 3 {
+					n := rapid.IntRange(0, 5000).Draw(t, "n")
+					hits := make([]atomic.Int32, n)
+					var scheduled atomic.Bool
+					task := taskOf(func(_, lo, hi int) {
+						whole := p.Workers() == 1 || n == 1
+						if lo >= hi || (scheduled.Load() && !whole && !sc.ok(p, n, lo, hi)) {
+							t.Errorf("n %d: take [%d, %d)", n, lo, hi)
+						}
+						for i := lo; i < hi; i++ {
+							hits[i].Add(1)
+						}
+					})
+					scheduled.Store(true)
+					sc.run(p, n, task)
+					scheduled.Store(false)
+					p.RunTask(n, task)
+					for i := range hits {
+						if h := hits[i].Load(); h != 2 {
+							t.Fatalf("n %d: item %d run %d times, want once per job", n, i, h)
+						}
+					}
 				}
 			})
-			tapered.Store(true)
-			p.RunTaskTapered(n, task)
-			tapered.Store(false)
-			p.RunTaskGuided(n, task)
-			for i := range hits {
-				if h := hits[i].Load(); h != 2 {
-					t.Fatalf("n %d: item %d run %d times, want once per job", n, i, h)
-				}
-			}
-		}
-	})
+		})
+	}
 }
 
 func TestPoolWorkerIndex(t *testing.T) {
