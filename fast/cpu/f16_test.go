@@ -93,8 +93,9 @@ func TestAttentionTilesF16(t *testing.T) {
 // TestAttentionTilesF16Exact: the fp16 tiles (which read fp16 inside the SIMD register tiles where
 // the shapes allow) against the float32 tiles on the same keys and values widened first, on every
 // variant, whatever value rows the score tile is given to prefetch. Budget: none, bit for bit: the
-// conversion is exact and the two run the same products in the same order. Shapes around the 4×4 score and 8-row accumulate tiles and their leftovers, the
-// real decode (8 rows) and prefill (64 rows) tiles at D = 256 and the cache's stride of 2 KV heads.
+// conversion is exact and the two run the same products in the same order. Shapes around the 4×4
+// score and 8-row accumulate tiles and their leftovers, the real decode (8 rows) and prefill (64
+// rows) tiles at D = 256 and the cache's stride of 2 KV heads.
 func TestAttentionTilesF16Exact(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()

@@ -12,7 +12,8 @@ const qmmRowBlock = 4
 const qmmScratchRows = 16
 
 // qmmRowsFunc is a mat-mat kernel: rows [lo, hi) of Y (lo a multiple of qmmRowBlock) from X, with
-// qmmRowBlock·In float32s of scratch in buf.
+// at least qmmRowBlock·In float32s of scratch in buf (QMatMat gives qmmScratchRows·In; a kernel
+// runs its larger blocks only where buf holds them).
 type qmmRowsFunc func(y []float32, m *QMat, x []float32, t int, buf []float32, lo, hi int)
 
 // qmmLargeX is the default size of X (T·In elements, 2 MB of float32: a core's L2) from which

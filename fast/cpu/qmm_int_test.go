@@ -19,7 +19,6 @@ import (
 // exact integer sums by the same float32 factors and differ only in summation order.
 const qmmIntTileTol = 1e-6
 
-// intKernels returns kernels with the integer GEMM reading n limbs with the given shift, or skips.
 // lockedIntKernels is intKernels for a single-worker benchmark on a locked OS thread (so that
 // thread CPU time is the work's); the caller defers the returned func.
 func lockedIntKernels(b *testing.B) (*Kernels, func()) {
@@ -31,6 +30,7 @@ func lockedIntKernels(b *testing.B) (*Kernels, func()) {
 	}
 }
 
+// intKernels returns kernels with the integer GEMM reading n limbs with the given shift, or skips.
 func intKernels(t testing.TB, p *Pool, n int, shift uint) *Kernels {
 	k := New(p)
 	if k.f.qmmTile == nil {

@@ -34,8 +34,8 @@ const gcHeadroom = 2
 // keys, values and output; the DeltaNet's convolution input and output, z, b, a and output; the
 // MoE's router logits, the gathered expert inputs and outputs, the experts' and shared expert's
 // gate, up and activation, the normed rows as the integer GEMM's records) plus one row of logits,
-// times gcHeadroom. Attention is tiled (no
-// [chunk, ctx] score matrix), so no buffer grows with the context.
+// times gcHeadroom. Attention is tiled (no [chunk, ctx] score matrix), so no buffer grows with the
+// context.
 func MemoryAt(d checkpoint.Dims, weights int64, ctx, chunk, kvElem int) Memory {
 	m := Memory{Weights: weights}
 	m.KV = int64(ctx) * int64(d.Count(checkpoint.FullAttention)) * 2 * int64(d.KVWidth()) * int64(kvElem)
