@@ -10,6 +10,7 @@ import "fmt"
 type TokenRecords struct {
 	recs limbRecords
 	t    int
+	x    []float32 // the rows prepared, [t, in]: read again where a call's token count wants another layout
 }
 
 // Bytes returns the memory tr holds.
@@ -17,6 +18,7 @@ func (tr *TokenRecords) Bytes() int { return cap(tr.recs.buf) }
 
 // PrepareTokenRecords prepares the t rows of x: [t, in] into tr (reusing its memory), in parallel on
 // the pool. It reports false, preparing nothing, where the integer GEMM does not run at width in.
+// tr keeps x: it must hold the same values while tr is read (QMatMatsGathered).
 func (k *Kernels) PrepareTokenRecords(tr *TokenRecords, x []float32, t, in int) bool {
 	if k.f.qmmTile == nil || in%(8*GroupSize) != 0 || t <= 0 {
 		return false
@@ -25,7 +27,7 @@ func (k *Kernels) PrepareTokenRecords(tr *TokenRecords, x []float32, t, in int) 
 		panic(fmt.Sprintf("cpu: PrepareTokenRecords: x %d for [%d, %d]", len(x), t, in))
 	}
 	k.ensureRecs(&tr.recs, t, in)
-	tr.t = t
+	tr.t, tr.x = t, x[:t*in]
 	task := qmmIntTask{k: k, x: x, t: t, prep: true, recs: &tr.recs, vecs: k.limbVecs(in)}
 	k.pool.RunTask(t, &task)
 	return true
@@ -45,13 +47,27 @@ func (k *Kernels) QMatMatsGathered(w int, tr *TokenRecords, rows []int, jobs []M
 			panic(fmt.Sprintf("cpu: QMatMatsGathered: W [%d, %d] (bits %d), Y %d for %d rows of width %d", j.M.Out, j.M.In, j.M.Bits, len(j.Y), n, in))
 		}
 	}
+	for _, row := range rows {
+		if row < 0 || row >= tr.t {
+			panic(fmt.Sprintf("cpu: QMatMatsGathered: row %d of %d", row, tr.t))
+		}
+	}
+	if k.recsLanes(n, in) != (tr.recs.lanes != 0) {
+		// n rows run on the other kernel (pairTileTokens): gather the rows themselves.
+		g := &k.local[w]
+		if len(g.rows) < n*in {
+			g.rows = make([]float32, n*in)
+		}
+		for i, row := range rows {
+			copy(g.rows[i*in:(i+1)*in], tr.x[row*in:(row+1)*in])
+		}
+		k.QMatMatsOn(w, g.rows[:n*in], n, jobs)
+		return
+	}
 	r := &k.local[w].recs
 	k.ensureRecs(r, n, in)
 	st := tr.recs.stride
 	for i, row := range rows {
-		if row < 0 || row >= tr.t {
-			panic(fmt.Sprintf("cpu: QMatMatsGathered: row %d of %d", row, tr.t))
-		}
 		copy(r.rec[i*st:(i+1)*st], tr.recs.rec[row*st:(row+1)*st])
 	}
 	clearUpper()

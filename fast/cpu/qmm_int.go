@@ -100,10 +100,10 @@ func (k *Kernels) qmmIntRows(w int, y []float32, m *QMat, r *limbRecords, t, o0,
 	}
 }
 
-// ensureRecs sizes r for t token rows of width in in the layout of the kernel that will read them,
-// the padding rows of the last tile zeroed.
+// ensureRecs sizes r for t token rows of width in in the layout of the kernel that will read them
+// (recsLanes), the padding rows of the last tile zeroed.
 func (k *Kernels) ensureRecs(r *limbRecords, t, in int) {
-	if k.useLanes(in) {
+	if k.recsLanes(t, in) {
 		r.ensureLanes(t, in)
 	} else {
 		r.ensure(t, in)
@@ -216,6 +216,7 @@ func (k *Kernels) QMatMats(x []float32, t int, jobs []MatMat) {
 type workerGEMM struct {
 	recs limbRecords
 	vecs map[int]*Vec // per input width
+	rows []float32    // QMatMatsGathered's rows gathered, where its records' layout does not serve
 }
 
 // QMatMatsOn is QMatMats run on the calling goroutine alone, as pool worker w (T = 1 as the VNNI

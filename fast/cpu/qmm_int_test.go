@@ -285,32 +285,40 @@ func BenchmarkQMatMatInt(b *testing.B) {
 	}
 }
 
-// BenchmarkQMatMatIntFewRows compares, for an expert that only a few token rows chose, the integer
-// GEMM ("int") with one VNNI mat-vec per row ("vecs", each row's Vec prepared in the loop as the
-// engine does): the crossover is matMatMinRowsInt. One worker, weights warm in cache.
+// BenchmarkQMatMatIntFewRows compares, for an expert that only a few token rows chose (its gate and
+// down shapes), the integer GEMM ("int", on the kernel it picks for the row count), the 2-group tile
+// alone ("int_pairs") and one VNNI mat-vec per row ("vecs", each row's Vec prepared in the loop as
+// the engine does): the crossovers are matMatMinRowsInt and pairTileTokens. One worker, weights
+// warm in cache.
 func BenchmarkQMatMatIntFewRows(b *testing.B) {
-	const out, in = 512, 2048
-	for _, t := range []int{1, 2, 3, 4, 6} {
-		for _, impl := range []string{"int", "vecs"} {
-			b.Run(fmt.Sprintf("T%d/%s", t, impl), func(b *testing.B) {
-				p := NewPool(1)
-				defer p.Close()
-				k := intKernels(b, p, qmmLimbs, limbShift)
-				r := rand.New(rand.NewPCG(3, 3))
-				m, x := randQMat(r, 4, out, in), randVec(r, t*in)
-				y := make([]float32, t*out)
-				v := k.NewVec(in)
-				for b.Loop() {
-					if impl == "int" {
-						k.QMatMat(y, m, x, t)
-						continue
+	for _, sh := range []struct {
+		name    string
+		out, in int
+	}{{"gate", 512, 2048}, {"down", 2048, 512}} {
+		out, in := sh.out, sh.in
+		for _, t := range []int{1, 2, 3, 4, 6} {
+			for _, impl := range []string{"int", "int_pairs", "vecs"} {
+				b.Run(fmt.Sprintf("%s/T%d/%s", sh.name, t, impl), func(b *testing.B) {
+					p := NewPool(1)
+					defer p.Close()
+					k := intKernels(b, p, qmmLimbs, limbShift)
+					k.noLanes = impl == "int_pairs"
+					r := rand.New(rand.NewPCG(3, 3))
+					m, x := randQMat(r, 4, out, in), randVec(r, t*in)
+					y := make([]float32, t*out)
+					v := k.NewVec(in)
+					for b.Loop() {
+						if impl != "vecs" {
+							k.QMatMat(y, m, x, t)
+							continue
+						}
+						for tt := range t {
+							v.Prepare(x[tt*in : (tt+1)*in])
+							k.QMatVec(y[tt*out:(tt+1)*out], m, v)
+						}
 					}
-					for tt := range t {
-						v.Prepare(x[tt*in : (tt+1)*in])
-						k.QMatVec(y[tt*out:(tt+1)*out], m, v)
-					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
@@ -327,7 +335,7 @@ func TestQMatMatsMatchQMatMat(t *testing.T) {
 	r := newRand(5)
 	const in = 1024
 	mats := []*QMat{randQMat(r, 4, 40, in), randQMat(r, 4, 7, in), randQMat(r, 8, 16, in), randQMat(r, 4, 64, in)}
-	for _, tok := range []int{1, 5, 8, 19} {
+	for _, tok := range []int{1, 2, 5, 8, 19} {
 		x := randVec(r, tok*in)
 		var jobs, local []MatMat
 		want := make([][]float32, len(mats))

@@ -107,6 +107,19 @@ func (k *Kernels) useLanes(in int) bool {
 	return k.f.qmmLanes != nil && !k.noLanes && laneRows(in) > 0 && k.limbs <= 2
 }
 
+// pairTileTokens is the token count at which the 2-group tile beats the lane-group GEMM at widths
+// the latter serves: with 2 tokens the lane kernel transposes each unit's weights in registers for
+// only 4 products a weight, where the 2-group tile reads the checkpoint's layout as it lies
+// (BenchmarkQMatMatIntFewRows: 512×2048 and 2048×512 from cache, 57–61 → 35–36 µs); at 3 tokens on
+// the lane GEMM is ahead again (51 against 64 µs).
+const pairTileTokens = 2
+
+// recsLanes reports whether a call of t token rows of width in runs on the lane-group GEMM (its
+// records in the lane layout) rather than the 2-group tile.
+func (k *Kernels) recsLanes(t, in int) bool {
+	return k.useLanes(in) && t != pairTileTokens
+}
+
 // laneRows returns the rows of one unit of the lane GEMM for input width in: 1 where in is a
 // multiple of 1024, 2 where in = 512, 0 where the lane GEMM does not apply.
 func laneRows(in int) int {
