@@ -52,12 +52,12 @@ func BenchmarkQMMRowsVNNI(b *testing.B) {
 }
 
 // BenchmarkQMatMatIntCold runs the integer GEMM at an expert's shape with few token rows (T8, as
-// in a 256-token prefill; T4, a call the lane GEMM runs in registers) over 256 different matrices
+// in a 256-token prefill; T4, a call the lane GEMM runs in registers; T2, the 2-group tile's) over 256 different matrices
 // (150 MB: the weights come from DRAM, as the routed experts' do in prefill) against one matrix
 // (warm in cache): one worker.
 func BenchmarkQMatMatIntCold(b *testing.B) {
 	const out, in = 512, 2048
-	for _, t := range []int{8, 4} {
+	for _, t := range []int{8, 4, 2} {
 		for _, n := range []int{1, 256} {
 			b.Run(fmt.Sprintf("T%d/mats%d", t, n), func(b *testing.B) {
 				k, done := lockedIntKernels(b)

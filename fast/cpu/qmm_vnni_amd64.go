@@ -10,13 +10,20 @@ import "unsafe"
 func qmm4TileVNNI(out *[8]float32, m *QMat, o, o1 int, rec []byte, stride, n int, shift uint) {
 	checkLimbShift(shift)
 	groups, rb := m.Groups(), m.RowBytes()
+	pf := qmmPrefetchRows(rb)
 	qmm4TileVNNIAsm(&out[0], unsafe.Pointer(&m.W[o*rb]), (o1-o)*rb,
 		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), (o1-o)*groups*2,
-		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift))
+		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift), pf*rb, pf*groups*2)
 }
 
 //go:noescape
-func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
+func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, pfW, pfSc int)
+
+// qmmPrefetchRows returns how many rows ahead the 2-group tile prefetches its weights into L2 for
+// rows of rb bytes: whole row pairs, at least vnniPrefetchL2 bytes (as the mat-vec does).
+func qmmPrefetchRows(rb int) int {
+	return 2 * max(2, (vnniPrefetchL2+2*rb-1)/(2*rb))
+}
 
 // qmm4RowsVNNI computes the 2×4 tiles of rows [o, o+2·pairs) of m for the 4 token rows whose
 // records start at rec, and stores the first ntok (1–4) tokens' results straight into y
@@ -30,10 +37,11 @@ func qmm4RowsVNNI(y []float32, yStride int, m *QMat, o, pairs int, rec []byte, s
 	checkLimbShift(shift)
 	_ = y[(ntok-1)*yStride+2*pairs-1] // every store in bounds
 	_ = m.W[(o+2*pairs)*rb-1]
+	pf := qmmPrefetchRows(rb)
 	qmm4RowsVNNIAsm(&y[0], unsafe.Pointer(&m.W[o*rb]), rb,
 		unsafe.Pointer(&m.Scales[o*groups]), unsafe.Pointer(&m.Biases[o*groups]), groups*2,
-		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift), 4*yStride, pairs, ntok)
+		groups/8, unsafe.Pointer(&rec[0]), stride, n, int(shift), 4*yStride, pairs, ntok, pf*rb, pf*groups*2)
 }
 
 //go:noescape
-func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok int)
+func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok, pfW, pfSc int)

@@ -3,7 +3,7 @@
 #include "textflag.h"
 #include "qmm_lanes_amd64.h"
 
-// func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift int)
+// func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, pfW, pfSc int)
 //
 // A tile of the integer prefill GEMM: 2 consecutive 4-bit rows (packed w, rowBytes apart; bf16
 // scales sc and biases bi, scStride bytes apart) times 4 token records (rec, recStride apart; see
@@ -169,8 +169,11 @@ done: \
 done: \
 	ACC4(roff+384)
 
-// BLOCKHEAD: a block's scales (Z26/Z27) and biases (Z30/Z31) as float32, and the prefetch of the
-// same block of the row pair two pairs on.
+// BLOCKHEAD: a block's scales (Z26/Z27) and biases (Z30/Z31) as float32, the prefetch into L1 of
+// the same block of the row pair two pairs on, and into L2 of the same block R14 bytes on (R15 on
+// in the scales and biases: the row pair qmmPrefetchRows on). The far L2 prefetch keeps a tile of
+// few tokens, which reads each weight for only a few products, streaming from DRAM: the L1
+// prefetch alone holds one of the core's few L1 miss buffers for a whole DRAM latency.
 #define BLOCKHEAD \
 	VPMOVZXWD (SI), Y26 \
 	VPSLLD $16, Y26, Y26 \
@@ -187,7 +190,15 @@ done: \
 	PREFETCHT0 (DX)(R13*1) \
 	LEAQ (R8)(R13*4), DX \
 	PREFETCHT0 (DX) \
-	PREFETCHT0 (DX)(R13*1)
+	PREFETCHT0 (DX)(R13*1) \
+	LEAQ (AX)(R14*1), DX \
+	UNITPF(PREFETCHT1, DX, R12) \
+	LEAQ (SI)(R15*1), DX \
+	PREFETCHT1 (DX) \
+	PREFETCHT1 (DX)(R13*1) \
+	LEAQ (R8)(R15*1), DX \
+	PREFETCHT1 (DX) \
+	PREFETCHT1 (DX)(R13*1)
 
 // BLOCKTAIL(label): advance the cursors to the next block and loop to label.
 #define BLOCKTAIL(label) \
@@ -255,7 +266,9 @@ block: \
 	VPERM2F128 $0x31, Y4, Y0, Y2 \
 	VADDPS Y2, Y1, Y0
 
-TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
+TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-104
+	MOVQ pfW+88(FP), R14
+	MOVQ pfSc+96(FP), R15
 	MOVQ out+0(FP), R9
 	MOVQ w+8(FP), AX
 	MOVQ rowBytes+16(FP), R12
@@ -274,7 +287,7 @@ TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
 	VZEROUPPER
 	RET
 
-// func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok int)
+// func qmm4RowsVNNIAsm(y *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, yStride, pairs, ntok, pfW, pfSc int)
 //
 // pairs ≥ 1 consecutive tiles of qmm4TileVNNIAsm down the rows (rows 2p and 2p+1 of w, sc and bi
 // for p < pairs) against the same 4 token records, of which the first ntok (1–4) are stored
@@ -282,7 +295,9 @@ TEXT ·qmm4TileVNNIAsm(SB), NOSPLIT, $0-88
 // y advancing 8 bytes a pair. With ntok ≤ 2 the tile multiplies only the first two tokens (the
 // padding records are not read). The arguments' slots for w, sc, bi, y and pairs advance as the
 // loop's cursors.
-TEXT ·qmm4RowsVNNIAsm(SB), NOSPLIT, $0-112
+TEXT ·qmm4RowsVNNIAsm(SB), NOSPLIT, $0-128
+	MOVQ pfW+112(FP), R14
+	MOVQ pfSc+120(FP), R15
 	MOVQ rowBytes+16(FP), R12
 	MOVQ scStride+40(FP), R13
 	MOVQ recStride+64(FP), R10
