@@ -3,9 +3,11 @@ package fast
 import "github.com/lily-engine/lily/fast/cpu"
 
 // moeBatchMinTokens is the fewest tokens of a prefill chunk from which its experts run as one pool
-// dispatch of whole experts (moeExperts); below it most experts see one token, and the per-expert
-// GEMMs spread over the pool (with mat-vecs for single rows) keep both workers busy.
-const moeBatchMinTokens = 16
+// dispatch of whole experts (moeExperts) rather than each expert's matrices spread over the pool in
+// turn: from 2 tokens on, where each worker streams its own experts' weights with no dispatch and
+// join per matrix (BenchmarkPrefill on the 8-layer synth, three alternated rounds against 16:
+// pp4 87–92 → 92–102 tok/s, pp8 121–128 → 136–141; pp2 the same).
+const moeBatchMinTokens = 2
 
 // expertsBatched reports whether layer l's routed experts can run as moeExperts does: every
 // expert matrix on the integer GEMM.

@@ -33,7 +33,7 @@ func BenchmarkPrefill(b *testing.B) {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	for _, n := range []int{16, 32, 64, 256, 1024} {
+	for _, n := range []int{2, 4, 8, 16, 32, 64, 256, 1024} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			prompt := make([]int32, n)
 			for i := range prompt {
