@@ -239,6 +239,7 @@ func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
 	v := g.vecs[in]
 	if v == nil {
 		v = newVec(in, true)
+		v.floatQ4 = false // every matrix here is on the integer GEMM: no kernel reads the float orders
 		if g.vecs == nil {
 			g.vecs = map[int]*Vec{}
 		}
