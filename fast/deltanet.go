@@ -45,7 +45,7 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	y := s.pf.take(t * vd)
 	ssm := s.ssm[li]
 	m.run.Run(d.Hv, func(lo, hi int) {
-		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi)
+		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi, s.pos == 0)
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
 				at := i*vd + h*d.Dv

@@ -37,7 +37,7 @@ func BenchmarkDeltaNetChunked(b *testing.B) {
 			c0, n := threadCPUTime(), 0
 			for b.Loop() {
 				copy(state, in.state)
-				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, scr, 0, d.Hv)
+				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, scr, 0, d.Hv, false)
 				n++
 			}
 			b.ReportMetric(float64(threadCPUTime()-c0)/float64(n)/1e6, "thread-ms/op")

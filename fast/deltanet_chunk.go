@@ -48,8 +48,12 @@ func newDeltaNetScratch(dk, dv int) *deltanetScratch {
 // ScaleRows, ExpTiny), which zero every term under cpu.DecayTiny, so that no subnormal reaches
 // the tiles' FMAs (on x86 each one that reads a subnormal takes a microcode assist: with strong
 // decays, e^{Γ} reaches e^{−100} and below inside a chunk).
+//
+// zero says the state holds zeros (a sequence's first tokens): the first chunk then skips the
+// terms that read it (K·S, Q·S and the state's decay), which on a short prompt are passes over
+// every head's state from DRAM; the results are the same but for the sign of zeros.
 func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
-	scr []*deltanetScratch, lo, hi int) {
+	scr []*deltanetScratch, lo, hi int, zero bool) {
 	dk, dv, hv := d.Dk, d.Dv, d.Hv
 	rep := hv / d.Hk
 	kOff := d.Hk * dk
@@ -87,10 +91,13 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 			ops.causalDecay(cc[:n*n], n, gam, sc.nb[:n], true) // −A
 			ops.causalDecay(cc[n*n:], n, gam, nil, false)
 			ops.unitLowerInverse(tm, cc[:n*n], n)
-			ops.scaleRows(sq, dk, kq, dk, f)
+			empty := zero && c0 == 0 // S = 0: no K·S, Q·S or decay
 			ops.scaleRows(xo, dv, v[c0*vStride+h*dv:], vStride, sc.bt[:n])
 			clear(xo[n*dv:])
-			ops.accumTile(xo, 2*n, dv, sq, dk, s, dv)
+			if !empty {
+				ops.scaleRows(sq, dk, kq, dk, f)
+				ops.accumTile(xo, 2*n, dv, sq, dk, s, dv)
+			}
 			clear(u)
 			ops.accumTileLower(u, n, dv, tm, xo, dv)
 			ob := xo[n*dv:]
@@ -98,7 +105,9 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 			for i := 0; i < n; i++ {
 				copy(out[(c0+i)*hv*dv+h*dv:(c0+i)*hv*dv+h*dv+dv], ob[i*dv:(i+1)*dv])
 			}
-			ops.scaleAxpy(s, f[2*n-1], 0, s)
+			if !empty {
+				ops.scaleAxpy(s, f[2*n-1], 0, s)
+			}
 			ops.scaleRows(sq, dk, kg, dk, el)
 			ops.accumTileT(s, dk, dv, sq, dk, n, u, dv)
 		}

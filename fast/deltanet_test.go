@@ -74,12 +74,48 @@ func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, deca
 		for h := range scr {
 			scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 		}
-		deltanetChunked(ops, d, T, qk, qkW, v, d.Hv*d.Dv, g, beta, s2, o2, scr, 0, d.Hv)
+		deltanetChunked(ops, d, T, qk, qkW, v, d.Hv*d.Dv, g, beta, s2, o2, scr, 0, d.Hv, false)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
 			t.Fatalf("dk %d decay %g T=%d: outputs differ by %g", dk, decay, T, e)
 		}
 		if e := maxAbsDiff(s1, s2); e > chunkVsStepTol {
 			t.Fatalf("dk %d decay %g T=%d: states differ by %g", dk, decay, T, e)
+		}
+	}
+}
+
+// TestDeltaNetChunkedZeroState: from a state of zeros (a sequence's first tokens) the chunked rule
+// told so (zero, which skips the first chunk's reads of the state) computes what it computes
+// reading the zeros, outputs and state, on the portable and SIMD kernels; the token counts span
+// one chunk and several, so skipping the reads past the first chunk would show.
+func TestDeltaNetChunkedZeroState(t *testing.T) {
+	pool := cpu.NewPool(1)
+	defer pool.Close()
+	d := &checkpoint.Dims{Hk: 2, Hv: 4, Dk: 32, Dv: 32, K: 4}
+	for _, ops := range []vecOps{{cpu.NewPortable(pool)}, {cpu.New(pool)}} {
+		for _, T := range []int{1, 5, chunk, 2*chunk + 3} {
+			in := newChunkInputs(d, T, 0.5, uint64(T))
+			run := func(zero bool) (state, out []float32) {
+				scr := make([]*deltanetScratch, d.Hv)
+				for h := range scr {
+					scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
+				}
+				state, out = make([]float32, len(in.state)), make([]float32, T*d.Hv*d.Dv)
+				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, scr, 0, d.Hv, zero)
+				return state, out
+			}
+			s1, o1 := run(false)
+			s2, o2 := run(true)
+			for i := range o1 {
+				if o1[i] != o2[i] {
+					t.Fatalf("T %d: out[%d] = %g told the state is zero, %g reading it", T, i, o2[i], o1[i])
+				}
+			}
+			for i := range s1 {
+				if s1[i] != s2[i] {
+					t.Fatalf("T %d: state[%d] = %g told the state is zero, %g reading it", T, i, s2[i], s1[i])
+				}
+			}
 		}
 	}
 }
