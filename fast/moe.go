@@ -70,21 +70,19 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 	defer s.pf.release(s.pf.mark())
 	sgv := s.pf.take(t * is)
 	suv := s.pf.take(t * is)
+	if s.expertsBatched(l, t) {
+		// The shared expert runs as one task of the experts' dispatch (moeExperts).
+		s.moeExperts(l, a, t, wts, count, order, r, sharedJob{sgv, suv, seg})
+		return rl, ids, wts
+	}
 	s.muls(mulJob{l.sg, a, t, sgv, is}, mulJob{l.su, a, t, suv, is})
 	s.m.ops.swiglu(sgv, suv)
 	s.muls(mulJob{l.sd, sgv, t, r, hs})
 	s.m.run.Run(t, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			g := sigmoid(seg[i])
-			for j := 0; j < hs; j++ {
-				r[i*hs+j] *= g
-			}
+			gateShared(r[i*hs:(i+1)*hs], seg[i])
 		}
 	})
-	if s.expertsBatched(l, t) {
-		s.moeExperts(l, a, t, wts, count, order, r)
-		return rl, ids, wts
-	}
 	in := c.MoEIntermediate
 	xe := s.pf.take(t * hs)
 	ge := s.pf.take(t * in)
@@ -109,6 +107,14 @@ func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []fl
 		}
 	}
 	return rl, ids, wts
+}
+
+// gateShared scales a token's shared-expert output r: [H] by its gate, sigmoid(seg).
+func gateShared(r []float32, seg float32) {
+	g := sigmoid(seg)
+	for j := range r {
+		r[j] *= g
+	}
 }
 
 // route computes the router's top-k: softmax over logits (float64), the k largest probabilities

@@ -9,13 +9,18 @@ import "github.com/lily-engine/lily/fast/cpu"
 // pp4 87–92 → 92–102 tok/s, pp8 121–128 → 136–141; pp2 the same).
 const moeBatchMinTokens = 2
 
-// expertsBatched reports whether layer l's routed experts can run as moeExperts does: every
-// expert matrix on the integer GEMM.
+// expertsBatched reports whether layer l's experts can run as moeExperts does: every expert
+// matrix, the shared expert's too, on the integer GEMM.
 func (s *Session) expertsBatched(l *layer, t int) bool {
 	if t < moeBatchMinTokens {
 		return false
 	}
 	k := s.m.k
+	for _, w := range []*mat{l.sg, l.su, l.sd} {
+		if w.q == nil || !k.IntGEMM(w.q) {
+			return false
+		}
+	}
 	for x := range l.gate {
 		for _, w := range []*mat{l.gate[x], l.up[x], l.down[x]} {
 			if w.q == nil || !k.IntGEMM(w.q) {
@@ -26,10 +31,21 @@ func (s *Session) expertsBatched(l *layer, t int) bool {
 	return true
 }
 
+// sharedJob is the shared expert's part of moeExperts: its gate and up outputs ([t, is] each) and
+// each token's gate logit (seg: [t]).
+type sharedJob struct {
+	g, u, seg []float32
+}
+
+// sharedExpert marks the shared expert in expertTask's list of experts.
+const sharedExpert = -1
+
 // expertTask runs whole experts of a prefill chunk on one worker each: the expert's token rows
 // gathered, gate and up from one preparation of them, SwiGLU, down, the result written by slot
 // position (yd). An expert's weights are thus read and unpacked once per tile of 4 of its rows,
-// with no dispatch per matrix.
+// with no dispatch per matrix. The shared expert (sharedExpert in the list, first: it has every
+// token) writes its output straight into r, so that its arithmetic overlaps the routed experts'
+// weight streams on the other worker rather than running on its own before them.
 type expertTask struct {
 	s       *Session
 	l       *layer
@@ -43,12 +59,22 @@ type expertTask struct {
 	yd      []float32         // [t·k, hs] the down projection of order position p at row p
 	recs    *cpu.TokenRecords // a's rows prepared once for gate and up (nil: gathered per expert)
 	rows    [][]int           // per worker: an expert's token rows
+	shared  sharedJob
+	t       int
+	r       []float32 // [t, hs]: the shared expert's output, ungated
 }
 
 func (e *expertTask) Do(w, lo, hi int) {
 	c, l, kr := e.s.m.cfg, e.l, e.s.m.k
 	hs, in := c.HiddenSize, c.MoEIntermediate
 	for _, x := range e.experts[lo:hi] {
+		if x == sharedExpert {
+			sh := e.shared
+			kr.QMatMatsOn(w, e.a, e.t, []cpu.MatMat{{Y: sh.g, M: l.sg.q}, {Y: sh.u, M: l.su.q}})
+			e.s.m.ops.swiglu(sh.g, sh.u)
+			kr.QMatMatsOn(w, sh.g, e.t, []cpu.MatMat{{Y: e.r, M: l.sd.q}})
+			continue
+		}
 		p0, p1 := e.count[x], e.count[x+1]
 		n := p1 - p0
 		ge, ue := e.ge[w][:n*in], e.ue[w][:n*in]
@@ -116,11 +142,12 @@ func (b *expertBufs) grow(workers, yd, xe, ge, rows int) {
 	}
 }
 
-// moeExperts adds the routed experts' weighted outputs to r: [t, hs] for the chunk's routing
-// (ids and wts: [t, k]; count and order as moePrefill builds them): one pool dispatch of whole
-// experts, most tokens first in guided chunks so that the workers finish together, then each
-// token's k outputs summed in its top-k order, in parallel over tokens.
-func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count, order []int, r []float32) {
+// moeExperts writes the MoE's output to r: [t, hs] for the chunk's routing (ids and wts: [t, k];
+// count and order as moePrefill builds them): one pool dispatch of the shared expert and the whole
+// routed experts, most tokens first in guided chunks so that the workers finish together, then
+// each token's gated shared output plus its k routed outputs summed in its top-k order, in
+// parallel over tokens.
+func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count, order []int, r []float32, sh sharedJob) {
 	c := s.m.cfg
 	hs, in, e, k := c.HiddenSize, c.MoEIntermediate, c.NumExperts, c.NumExpertsPerTok
 	// Experts with tokens, by token count descending (counting sort).
@@ -135,20 +162,21 @@ func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count,
 	for i := 1; i < len(byN); i++ {
 		byN[i] += byN[i-1]
 	}
-	experts := make([]int, e)
+	experts := make([]int, e+1) // the shared expert, then the routed ones
+	experts[0] = sharedExpert
 	for x := 0; x < e; x++ {
 		i := most - (count[x+1] - count[x])
-		experts[byN[i]] = x
+		experts[1+byN[i]] = x
 		byN[i]++
 	}
-	used := 0
-	for used < e && count[experts[used]+1] > count[experts[used]] {
+	used := 1
+	for used <= e && count[experts[used]+1] > count[experts[used]] {
 		used++
 	}
 	b := &s.moe
 	b.grow(s.m.run.Workers(), t*k*hs, most*hs, most*in, most)
 	task := &expertTask{s: s, l: l, a: a, experts: experts[:used], count: count, order: order, k: k,
-		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs], rows: b.rows}
+		xe: b.xe, ge: b.ge, ue: b.ue, yd: b.yd[:t*k*hs], rows: b.rows, shared: sh, t: t, r: r[:t*hs]}
 	if s.m.k.PrepareTokenRecords(&b.recs, a, t, hs) {
 		task.recs = &b.recs
 	}
@@ -160,6 +188,7 @@ func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count,
 	s.m.run.Run(t, func(lo, hi int) {
 		for tok := lo; tok < hi; tok++ {
 			ri := r[tok*hs : (tok+1)*hs]
+			gateShared(ri, sh.seg[tok])
 			for slot := tok * k; slot < (tok+1)*k; slot++ {
 				p := pos[slot]
 				s.m.ops.axpy(wts[slot], task.yd[p*hs:(p+1)*hs], ri)
