@@ -38,8 +38,9 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 			return nil, err
 		}
 		l := &m.layers[li]
+		lastOnly := li == len(m.layers)-1 && each == nil // see below
 		if s.obs != nil {
-			s.prefillLayerObserved(li, l, x, a, r, t)
+			s.prefillLayerObserved(li, l, x, a, r, t, lastOnly)
 			continue
 		}
 		if li == 0 {
@@ -50,13 +51,20 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		} else {
 			s.attnPrefill(li, l, a, t, r)
 		}
-		s.addNorm(x, r, l.postNorm, a, t)
-		s.moePrefill(l, a, t, r)
 		next := m.final // the next layer's input norm, or the final one
 		if li+1 < len(m.layers) {
 			next = m.layers[li+1].inNorm
 		}
-		s.addNorm(x, r, next, a, t)
+		// Past the last layer's attention or DeltaNet (which leave every position in the KV cache
+		// or the state) only the last position's row is read, by lm_head: the last layer's MoE runs
+		// for that row alone unless every position's logits are wanted.
+		o, n := 0, t
+		if lastOnly {
+			o, n = (t-1)*hs, 1
+		}
+		s.addNorm(x[o:], r[o:], l.postNorm, a[o:], n)
+		s.moePrefill(l, a[o:], n, r[o:])
+		s.addNorm(x[o:], r[o:], next, a[o:], n)
 	}
 	if s.obs != nil {
 		normRows(m.ops, x, m.final, a, t, hs, eps)

@@ -60,8 +60,9 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 }
 
 // prefillLayerObserved is one layer of prefillChunk on t tokens at positions s.pos.., reporting
-// each intermediate to s.obs. x, a, r: [t, H].
-func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t int) {
+// each intermediate to s.obs. x, a, r: [t, H]. lastOnly: the plain plan runs this layer's MoE for
+// the last row alone (the last layer, no per-position logits).
+func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t int, lastOnly bool) {
 	m, o, pos, hs := s.m, s.obs, s.pos, s.m.cfg.HiddenSize
 	normRows(m.ops, x, l.inNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.InputNorm), pos, t, a)
@@ -76,6 +77,15 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 	normRows(m.ops, x, l.postNorm, a, t, hs, m.eps())
 	o.Rows(trace.At(li, trace.PostNorm), pos, t, a)
 	rl, ids, wts := s.moePrefill(l, a, t, r)
+	if lastOnly && t > 1 {
+		// The plain plan runs this MoE for the last row alone (prefillChunk): that row's values are
+		// what it computes, the others' what a batch of every row would.
+		c, last := m.cfg, t-1
+		rl1, ids1, wts1 := s.moePrefill(l, a[last*hs:], 1, r[last*hs:])
+		copy(rl[last*c.NumExperts:], rl1)
+		copy(ids[last*c.NumExpertsPerTok:], ids1)
+		copy(wts[last*c.NumExpertsPerTok:], wts1)
+	}
 	o.Route(li, pos, t, rl, ids, wts)
 	o.Rows(trace.At(li, trace.MoEOut), pos, t, r)
 	m.ops.addInto(x, r)
