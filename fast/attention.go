@@ -24,24 +24,29 @@ func (s *Session) attnDecode(li int, l *layer) {
 }
 
 // attnPrefill: r = gated causal attention of a for t tokens at positions s.pos.., appending them
-// to the KV cache.
-func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32) {
+// to the KV cache. Only rows [q0, t) of r are computed (their queries, attention and output
+// projection; every row's key and value): the last layer needs only its last row (prefillChunk).
+// a, r: [t, H].
+func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32, q0 int) {
 	m, c := s.m, s.m.cfg
-	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
+	hq, hkv, hd, hs := c.NumHeads, c.NumKVHeads, c.HeadDim, c.HiddenSize
 	qw, kw := hq*hd, hkv*hd
+	nq := t - q0
 	defer s.pf.release(s.pf.mark())
-	q2 := s.pf.take(t * 2 * qw)
+	q2 := s.pf.take(nq * 2 * qw) // [nq, 2·Hq·D]: rows q0…
 	kk := s.pf.take(t * kw)
 	vv := s.pf.take(t * kw)
-	s.muls(mulJob{l.q, a, t, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
-	qh := s.pf.take(t * qw)
-	gate := s.pf.take(t * qw)
+	s.muls(mulJob{l.q, a[q0*hs:], nq, q2, 2 * qw}, mulJob{l.k, a, t, kk, kw}, mulJob{l.v, a, t, vv, kw})
+	qh := s.pf.take(nq * qw)
+	gate := s.pf.take(nq * qw)
 	m.run.Run(t, func(lo, hi int) { // per token: independent rows
 		tab := make([]float64, 2*len(m.inv))
 		for i := lo; i < hi; i++ {
 			cs := ropeTable(s.pos+i, m.inv, tab)
-			for h := 0; h < hq; h++ {
-				m.queryHead(l, q2[i*2*qw+h*2*hd:i*2*qw+(h+1)*2*hd], cs, qh[i*qw+h*hd:i*qw+(h+1)*hd], gate[i*qw+h*hd:i*qw+(h+1)*hd])
+			if j := i - q0; j >= 0 {
+				for h := 0; h < hq; h++ {
+					m.queryHead(l, q2[j*2*qw+h*2*hd:j*2*qw+(h+1)*2*hd], cs, qh[j*qw+h*hd:j*qw+(h+1)*hd], gate[j*qw+h*hd:j*qw+(h+1)*hd])
+				}
 			}
 			kr := kk[i*kw : (i+1)*kw]
 			for h := 0; h < hkv; h++ {
@@ -51,9 +56,9 @@ func (s *Session) attnPrefill(li int, l *layer, a []float32, t int, r []float32)
 		}
 	})
 	s.kv[li].put(m.k, s.pos, kw, kk, vv)
-	ao := s.pf.take(t * qw)
-	s.attendPrefill(li, qh, gate, t, ao)
-	s.muls(mulJob{l.o, ao, t, r, c.HiddenSize})
+	ao := s.pf.take(nq * qw)
+	s.attendPrefill(li, qh, gate, s.pos+q0, nq, ao)
+	s.muls(mulJob{l.o, ao, nq, r[q0*hs:], hs})
 }
 
 // queryHead writes one head's query q: [D] from its projection src: [2D] (query, then gate):
@@ -193,9 +198,9 @@ const prefillQTokens = 8
 // softmax's rescale more often, larger ones fall out of L2.
 const prefillKeyBlock = 64
 
-// attendPrefill computes the gated causal attention of prompt positions s.pos … s.pos+t−1, whose
-// keys and values are already in the cache: for query head h of position i,
-// ao[i, h] = (Σ_{p ≤ s.pos+i} softmax_p(q·k_p) v_p) ⊙ sigmoid(gate[i, h]).
+// attendPrefill computes the gated causal attention of prompt positions base … base+t−1, whose
+// keys and values are already in the cache: for query head h of position base+i,
+// ao[i, h] = (Σ_{p ≤ base+i} softmax_p(q·k_p) v_p) ⊙ sigmoid(gate[i, h]).
 // qh, gate, ao: [t, Hq·D], the queries scaled by D^-1/2 (queryHead).
 //
 // A unit is (block of prefillQTokens positions, KV head). Per block of prefillKeyBlock keys it
@@ -203,7 +208,7 @@ const prefillKeyBlock = 64
 // keys past each row's position, folds them into each row's running softmax (rescaling the row when
 // its maximum grows) and adds the weighted values (cpu.Kernels.AccumTileF16). Memory per unit is
 // fixed by the block sizes, never by the context: no [t, n] score matrix exists.
-func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32) {
+func (s *Session) attendPrefill(li int, qh, gate []float32, base, t int, ao []float32) {
 	m, c := s.m, s.m.cfg
 	hq, hkv, hd := c.NumHeads, c.NumKVHeads, c.HeadDim
 	qw, kw, rep := hq*hd, hkv*hd, hq/hkv
@@ -228,14 +233,14 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, t int, ao []float32)
 			for r := range nr {
 				mx[r], sum[r] = float32(math.Inf(-1)), 0
 			}
-			n := s.pos + i1 // keys the block's last position sees
+			n := base + i1 // keys the block's last position sees
 			for p0 := 0; p0 < n; p0 += prefillKeyBlock {
 				nb := min(n, p0+prefillKeyBlock) - p0
 				st := sc[:nr*nb]
 				kv.scoreTile(m.ops, st, qb, nr, hd, p0*kw+kvh*hd, kw, nb, wd)
 				for r := range nr {
 					row := st[r*nb : (r+1)*nb]
-					valid := min(nb, s.pos+i0+r/rep+1-p0) // keys p0 … this row's position
+					valid := min(nb, base+i0+r/rep+1-p0) // keys p0 … this row's position
 					if valid <= 0 {
 						clear(row)
 						continue

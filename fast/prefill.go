@@ -46,21 +46,21 @@ func (s *Session) prefillChunk(ctx context.Context, toks []int32, off int, each 
 		if li == 0 {
 			m.run.Run(t, func(lo, hi int) { normRows(m.ops, x[lo*hs:hi*hs], l.inNorm, a[lo*hs:hi*hs], hi-lo, hs, eps) })
 		}
+		// In the last layer only the last row's output is read (by lm_head) unless every
+		// position's logits are wanted: its attention computes every row's key and value but only
+		// that row's query and output, and its MoE runs for that row alone.
+		o, n := 0, t
+		if lastOnly {
+			o, n = (t-1)*hs, 1
+		}
 		if l.kind == checkpoint.LinearAttention {
 			s.deltanetPrefill(li, l, a, t, r)
 		} else {
-			s.attnPrefill(li, l, a, t, r)
+			s.attnPrefill(li, l, a, t, r, t-n)
 		}
 		next := m.final // the next layer's input norm, or the final one
 		if li+1 < len(m.layers) {
 			next = m.layers[li+1].inNorm
-		}
-		// Past the last layer's attention or DeltaNet (which leave every position in the KV cache
-		// or the state) only the last position's row is read, by lm_head: the last layer's MoE runs
-		// for that row alone unless every position's logits are wanted.
-		o, n := 0, t
-		if lastOnly {
-			o, n = (t-1)*hs, 1
 		}
 		s.addNorm(x[o:], r[o:], l.postNorm, a[o:], n)
 		s.moePrefill(l, a[o:], n, r[o:])

@@ -60,8 +60,8 @@ func (s *Session) decodeLayerObserved(li int, l *layer) {
 }
 
 // prefillLayerObserved is one layer of prefillChunk on t tokens at positions s.pos.., reporting
-// each intermediate to s.obs. x, a, r: [t, H]. lastOnly: the plain plan runs this layer's MoE for
-// the last row alone (the last layer, no per-position logits).
+// each intermediate to s.obs. x, a, r: [t, H]. lastOnly: the plain plan runs this layer's
+// attention output and MoE for the last row alone (the last layer, no per-position logits).
 func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t int, lastOnly bool) {
 	m, o, pos, hs := s.m, s.obs, s.pos, s.m.cfg.HiddenSize
 	normRows(m.ops, x, l.inNorm, a, t, hs, m.eps())
@@ -69,7 +69,10 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 	if l.kind == checkpoint.LinearAttention {
 		s.deltanetPrefill(li, l, a, t, r)
 	} else {
-		s.attnPrefill(li, l, a, t, r)
+		s.attnPrefill(li, l, a, t, r, 0)
+		if lastOnly && t > 1 {
+			s.attnPrefill(li, l, a, t, r, t-1) // the last row as the plain plan computes it (below)
+		}
 	}
 	o.Rows(trace.At(li, mixerSite(l)), pos, t, r)
 	m.ops.addInto(x, r)
@@ -78,8 +81,9 @@ func (s *Session) prefillLayerObserved(li int, l *layer, x, a, r []float32, t in
 	o.Rows(trace.At(li, trace.PostNorm), pos, t, a)
 	rl, ids, wts := s.moePrefill(l, a, t, r)
 	if lastOnly && t > 1 {
-		// The plain plan runs this MoE for the last row alone (prefillChunk): that row's values are
-		// what it computes, the others' what a batch of every row would.
+		// The plain plan runs this layer's attention and MoE for the last row alone
+		// (prefillChunk): that row's values are what it computes, the others' what a batch of
+		// every row would.
 		c, last := m.cfg, t-1
 		rl1, ids1, wts1 := s.moePrefill(l, a[last*hs:], 1, r[last*hs:])
 		copy(rl[last*c.NumExperts:], rl1)
