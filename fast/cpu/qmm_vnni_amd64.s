@@ -183,22 +183,20 @@ done: \
 	VPSLLD $16, Y30, Y30 \
 	VPMOVZXWD (R8)(R13*1), Y31 \
 	VPSLLD $16, Y31, Y31 \
-	LEAQ (AX)(R12*4), DX \
-	UNITPF(PREFETCHT0, DX, R12) \
-	LEAQ (SI)(R13*4), DX \
-	PREFETCHT0 (DX) \
-	PREFETCHT0 (DX)(R13*1) \
-	LEAQ (R8)(R13*4), DX \
-	PREFETCHT0 (DX) \
-	PREFETCHT0 (DX)(R13*1) \
-	LEAQ (AX)(R14*1), DX \
-	UNITPF(PREFETCHT1, DX, R12) \
-	LEAQ (SI)(R15*1), DX \
-	PREFETCHT1 (DX) \
-	PREFETCHT1 (DX)(R13*1) \
-	LEAQ (R8)(R15*1), DX \
-	PREFETCHT1 (DX) \
-	PREFETCHT1 (DX)(R13*1)
+	PAIRPF(PREFETCHT0, (AX)(R12*4), (SI)(R13*4), (R8)(R13*4)) \
+	PAIRPF(PREFETCHT1, (AX)(R14*1), (SI)(R15*1), (R8)(R15*1))
+
+// PAIRPF(op, w, sc, bi): prefetch instruction op on a block of the row pair at w (its two rows'
+// 256 bytes) and on the pair's scales at sc and biases at bi (R13 apart).
+#define PAIRPF(op, w, sc, bi) \
+	LEAQ w, DX \
+	UNITPF(op, DX, R12) \
+	LEAQ sc, DX \
+	op (DX) \
+	op (DX)(R13*1) \
+	LEAQ bi, DX \
+	op (DX) \
+	op (DX)(R13*1)
 
 // BLOCKTAIL(label): advance the cursors to the next block and loop to label.
 #define BLOCKTAIL(label) \
