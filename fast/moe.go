@@ -36,9 +36,10 @@ func (s *Session) moeDecode(l *layer) {
 }
 
 // moePrefill: r = MoE(a) for t tokens — router for all tokens, tokens grouped by expert (counting
-// sort), the experts as whole-expert tasks over the pool (moeExperts) or, for a few tokens, one
-// gathered GEMM per expert for gate/up and for down, then the weighted scatter-add; the shared
-// expert as a GEMM over all tokens.
+// sort), then the shared expert and the routed ones as whole-expert tasks over the pool
+// (moeExperts) or, for one token or matrices off the integer GEMM, the shared expert as a GEMM
+// over all tokens and one gathered GEMM per routed expert for gate/up and for down, then the
+// weighted scatter-add.
 // It returns the router's logits [t, E], chosen experts and weights [t, k] (for observation).
 func (s *Session) moePrefill(l *layer, a []float32, t int, r []float32) (rl []float32, ids []int, wts []float32) {
 	c := s.m.cfg
