@@ -70,7 +70,16 @@ func (e *expertTask) Do(w, lo, hi int) {
 	for _, x := range e.experts[lo:hi] {
 		if x == sharedExpert {
 			sh := e.shared
-			kr.QMatMatsOn(w, e.a, e.t, []cpu.MatMat{{Y: sh.g, M: l.sg.q}, {Y: sh.u, M: l.su.q}})
+			gu := []cpu.MatMat{{Y: sh.g, M: l.sg.q}, {Y: sh.u, M: l.su.q}}
+			if e.recs != nil { // every row, from the records the routed experts read
+				rows := make([]int, e.t)
+				for i := range rows {
+					rows[i] = i
+				}
+				kr.QMatMatsGathered(w, e.recs, rows, gu)
+			} else {
+				kr.QMatMatsOn(w, e.a, e.t, gu)
+			}
 			e.s.m.ops.swiglu(sh.g, sh.u)
 			kr.QMatMatsOn(w, sh.g, e.t, []cpu.MatMat{{Y: e.r, M: l.sd.q}})
 			continue
