@@ -40,6 +40,7 @@ type Model struct {
 	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
 	kv32   bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
 	spare  prefillSpare
+	states stateSpare
 }
 
 type layer struct {

@@ -40,14 +40,12 @@ func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), ni
 func (m *Model) newSession() *Session {
 	s := &Session{m: m, vecBufs: map[int][]*cpu.Vec{}, vecUsed: map[int]int{}}
 	n := len(m.layers)
-	s.conv, s.ssm = make([][]float32, n), make([][]float32, n)
+	st := m.takeState(true)
+	s.conv, s.ssm = st.conv, st.ssm
 	s.kv = make([]*kvCache, n)
 	d := m.dims
 	for i, l := range m.layers {
-		if l.kind == checkpoint.LinearAttention {
-			s.conv[i] = make([]float32, (d.K-1)*d.ConvDim())
-			s.ssm[i] = make([]float32, d.Hv*d.Dk*d.Dv)
-		} else {
+		if l.kind != checkpoint.LinearAttention {
 			s.kv[i] = &kvCache{f32: m.kv32}
 		}
 	}
@@ -156,25 +154,19 @@ func (s *Session) prefillHeld() int { return s.pf.bytes() + s.moe.bytes() }
 
 // snapshot is a deep copy of a session's state.
 type snapshot struct {
-	m         *Model
-	pos       int
-	conv, ssm [][]float32
-	kv        []*kvCache
+	m   *Model
+	pos int
+	st  stateSet // conv and ssm; nil once released
+	kv  []*kvCache
 }
 
 func (p *snapshot) Len() int { return p.pos }
 
-// Release does nothing: the snapshot is Go memory, which the garbage collector frees.
-func (*snapshot) Release() {}
-
-func clone(xs [][]float32) [][]float32 {
-	out := make([][]float32, len(xs))
-	for i, x := range xs {
-		if x != nil {
-			out[i] = append([]float32(nil), x...)
-		}
-	}
-	return out
+// Release hands the snapshot's state buffers to the model for the next session or snapshot
+// (stateSpare); it cannot be restored afterwards. The KV copies are left to the garbage collector.
+func (p *snapshot) Release() {
+	p.m.giveState(p.st)
+	p.st, p.kv = stateSet{}, nil
 }
 
 func cloneKV(xs []*kvCache) []*kvCache {
@@ -187,21 +179,35 @@ func cloneKV(xs []*kvCache) []*kvCache {
 
 // Snapshot copies the state.
 func (s *Session) Snapshot() (engine.Snapshot, error) {
-	return &snapshot{m: s.m, pos: s.pos, conv: clone(s.conv), ssm: clone(s.ssm), kv: cloneKV(s.kv)}, nil
+	if s.conv == nil {
+		return nil, errors.New("fast: session is closed")
+	}
+	st := s.m.takeState(false)
+	copyState(st, stateSet{conv: s.conv, ssm: s.ssm})
+	return &snapshot{m: s.m, pos: s.pos, st: st, kv: cloneKV(s.kv)}, nil
 }
 
-// Restore replaces the state with a snapshot of the same model.
+// Restore replaces the state with a snapshot of the same model, copied into the session's own
+// buffers.
 func (s *Session) Restore(x engine.Snapshot) error {
 	p, ok := x.(*snapshot)
 	if !ok || p.m != s.m {
 		return errors.New("fast: snapshot is from another backend or model")
 	}
-	s.pos, s.conv, s.ssm, s.kv = p.pos, clone(p.conv), clone(p.ssm), cloneKV(p.kv)
+	if p.st.conv == nil {
+		return errors.New("fast: snapshot was released")
+	}
+	if s.conv == nil {
+		return errors.New("fast: session is closed")
+	}
+	copyState(stateSet{conv: s.conv, ssm: s.ssm}, p.st)
+	s.pos, s.kv = p.pos, cloneKV(p.kv)
 	return nil
 }
 
-// Close releases the state.
+// Close releases the state: its buffers go to the model for the next session or snapshot.
 func (s *Session) Close() error {
+	s.m.giveState(stateSet{conv: s.conv, ssm: s.ssm})
 	s.conv, s.ssm, s.kv, s.dec = nil, nil, nil, nil
 	return nil
 }
