@@ -11,30 +11,43 @@ type kvCache struct {
 	k, v   []uint16  // fp16: [len, Hkv*D]
 	kf, vf []float32 // float32 (Options.KVCacheF32): [len, Hkv*D]
 	f32    bool
+	// shared is set while snapshots share these arrays (kv_share.go): rows they cover are
+	// written only by copying the arrays first. nil: the arrays are this cache's alone.
+	shared *kvShare
 }
 
 // kvGrowTokens is the step in which a cache grows, so that decode allocates once per this many
 // tokens.
 const kvGrowTokens = 1024
 
-// grow returns x with length n and capacity for at least n, copying x when it must reallocate.
-func grow[T float32 | uint16](x []T, n, step int) []T {
-	if cap(x) < n {
+// grow returns x with length n and capacity for at least n, copying x when it must reallocate
+// or when fresh is set, and whether it did.
+func grow[T float32 | uint16](x []T, n, step int, fresh bool) ([]T, bool) {
+	if fresh || cap(x) < n {
 		y := make([]T, len(x), (n/step+1)*step)
 		copy(y, x)
-		x = y
+		return y[:n], true
 	}
-	return x[:n]
+	return x[:n], false
 }
 
-// reserve sets the cache's length to n rows of w values, growing its storage in steps of
-// kvGrowTokens rows.
-func (c *kvCache) reserve(n, w int) {
+// reserve sets the cache's length to n rows of w values for session s to write rows pos … n−1,
+// growing its storage in steps of kvGrowTokens rows. Arrays that snapshots share and s may not
+// write there (kvShare.writable) are copied first: the rows below pos stay, the snapshots keep
+// the old arrays.
+func (c *kvCache) reserve(s *Session, pos, n, w int) {
+	fresh := c.shared != nil && !c.shared.writable(s, pos)
+	var moved bool
 	if c.f32 {
-		c.kf, c.vf = grow(c.kf, n*w, kvGrowTokens*w), grow(c.vf, n*w, kvGrowTokens*w)
-		return
+		c.kf, moved = grow(c.kf, n*w, kvGrowTokens*w, fresh)
+		c.vf, _ = grow(c.vf, n*w, kvGrowTokens*w, moved)
+	} else {
+		c.k, moved = grow(c.k, n*w, kvGrowTokens*w, fresh)
+		c.v, _ = grow(c.v, n*w, kvGrowTokens*w, moved)
 	}
-	c.k, c.v = grow(c.k, n*w, kvGrowTokens*w), grow(c.v, n*w, kvGrowTokens*w)
+	if moved {
+		c.unshare(s)
+	}
 }
 
 // put writes the rows of keys and values (both [t, w], float32) at rows pos … pos+t−1.
@@ -47,24 +60,6 @@ func (c *kvCache) put(k *cpu.Kernels, pos, w int, keys, vals []float32) {
 	}
 	k.F16Row(c.k[at:end], keys)
 	k.F16Row(c.v[at:end], vals)
-}
-
-// clone is a deep copy (nil for nil: layers without attention).
-func (c *kvCache) clone() *kvCache {
-	if c == nil {
-		return nil
-	}
-	return &kvCache{f32: c.f32, k: exact(c.k), v: exact(c.v), kf: exact(c.kf), vf: exact(c.vf)}
-}
-
-// exact is a copy of x with capacity len(x) (append may round up), nil for empty.
-func exact[T float32 | uint16](x []T) []T {
-	if len(x) == 0 {
-		return nil
-	}
-	y := make([]T, len(x))
-	copy(y, x)
-	return y
 }
 
 // scoreTile: s: [m, n] = q: [m, d] times n cached keys from element off at stride ks; scratch:

@@ -66,7 +66,7 @@ func (s *Session) kvReserve(n int) {
 	w := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
 	for _, c := range s.kv {
 		if c != nil {
-			c.reserve(s.pos+n, w)
+			c.reserve(s, s.pos, s.pos+n, w)
 		}
 	}
 }
@@ -163,28 +163,32 @@ type snapshot struct {
 func (p *snapshot) Len() int { return p.pos }
 
 // Release hands the snapshot's state buffers to the model for the next session or snapshot
-// (stateSpare); it cannot be restored afterwards. The KV copies are left to the garbage collector.
+// (stateSpare) and unpins its KV rows (kvShare); it cannot be restored afterwards.
 func (p *snapshot) Release() {
 	p.m.giveState(p.st)
+	for _, c := range p.kv {
+		if c != nil {
+			c.shared.unpin(p.pos)
+		}
+	}
 	p.st, p.kv = stateSet{}, nil
 }
 
-func cloneKV(xs []*kvCache) []*kvCache {
-	out := make([]*kvCache, len(xs))
-	for i, x := range xs {
-		out[i] = x.clone()
-	}
-	return out
-}
-
-// Snapshot copies the state.
+// Snapshot copies the recurrent state and shares the KV cache's rows (kvShare).
 func (s *Session) Snapshot() (engine.Snapshot, error) {
 	if s.conv == nil {
 		return nil, errors.New("fast: session is closed")
 	}
 	st := s.m.takeState(false)
 	copyState(st, stateSet{conv: s.conv, ssm: s.ssm})
-	return &snapshot{m: s.m, pos: s.pos, st: st, kv: cloneKV(s.kv)}, nil
+	w := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
+	kv := make([]*kvCache, len(s.kv))
+	for i, c := range s.kv {
+		if c != nil {
+			kv[i] = c.pin(s, s.pos, w)
+		}
+	}
+	return &snapshot{m: s.m, pos: s.pos, st: st, kv: kv}, nil
 }
 
 // Restore replaces the state with a snapshot of the same model, copied into the session's own
@@ -201,13 +205,24 @@ func (s *Session) Restore(x engine.Snapshot) error {
 		return errors.New("fast: session is closed")
 	}
 	copyState(stateSet{conv: s.conv, ssm: s.ssm}, p.st)
-	s.pos, s.kv = p.pos, cloneKV(p.kv)
+	for i, c := range p.kv {
+		if c != nil {
+			s.kv[i].unshare(s)
+			s.kv[i] = c.restore(s)
+		}
+	}
+	s.pos = p.pos
 	return nil
 }
 
 // Close releases the state: its buffers go to the model for the next session or snapshot.
 func (s *Session) Close() error {
 	s.m.giveState(stateSet{conv: s.conv, ssm: s.ssm})
+	for _, c := range s.kv {
+		if c != nil {
+			c.unshare(s)
+		}
+	}
 	s.conv, s.ssm, s.kv, s.dec = nil, nil, nil, nil
 	return nil
 }

@@ -1,0 +1,81 @@
+package fast_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lily-engine/lily/fast"
+	"github.com/lily-engine/lily/internal/checkpoint"
+	"github.com/lily-engine/lily/internal/engine"
+)
+
+// BenchmarkChatTurn is the engine's prompt-cache flow for one chat turn at a context of ctx
+// tokens on the checkpoint named by LILY_BENCH_MODEL: restore the cached snapshot, release it,
+// prefill the turn's 16 new tokens, snapshot again (the context grows 16 tokens a turn). ms/turn is the whole turn; ms-state/turn the
+// restore, release and snapshot alone (what the session's state costs to keep and bring back).
+func BenchmarkChatTurn(b *testing.B) {
+	dir := os.Getenv("LILY_BENCH_MODEL")
+	if dir == "" {
+		b.Skip("LILY_BENCH_MODEL names no checkpoint")
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: 8192, Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	vocab := int32(ck.Weights.Config.VocabSize)
+	for _, n := range []int{1024, 4096} {
+		b.Run(fmt.Sprintf("ctx%d", n), func(b *testing.B) {
+			s, err := m.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			prompt := make([]int32, n)
+			for i := range prompt {
+				prompt[i] = int32(i*7919) % vocab
+			}
+			if _, err := s.Prefill(ctx, prompt, engine.StepOptions{}, nil); err != nil {
+				b.Fatal(err)
+			}
+			snap, err := s.Snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
+			turn := make([]int32, 16)
+			var state time.Duration
+			t0, turns := time.Now(), 0
+			for b.Loop() {
+				ts := time.Now()
+				if err := s.Restore(snap); err != nil {
+					b.Fatal(err)
+				}
+				snap.Release()
+				state += time.Since(ts)
+				for i := range turn {
+					turn[i] = int32(turns*16+i) % vocab
+				}
+				if _, err := s.Prefill(ctx, turn, engine.StepOptions{}, nil); err != nil {
+					b.Fatal(err)
+				}
+				ts = time.Now()
+				if snap, err = s.Snapshot(); err != nil {
+					b.Fatal(err)
+				}
+				state += time.Since(ts)
+				turns++
+			}
+			b.ReportMetric(float64(time.Since(t0).Milliseconds())/float64(turns), "ms/turn")
+			b.ReportMetric(state.Seconds()*1e3/float64(turns), "ms-state/turn")
+		})
+	}
+}
