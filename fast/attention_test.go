@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 )
 
@@ -17,19 +16,10 @@ const prefillAllocSlack = 128 << 10
 // TestPrefillAttentionMemoryFlat: prefill attention is tiled over blocks of keys, so the memory a
 // chunk allocates does not grow with the context it attends to (no [t, n] score matrix).
 func TestPrefillAttentionMemoryFlat(t *testing.T) {
-	ck, err := checkpoint.Open("../fixtures/models/tiny-a/mlx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	b, err := Open(ck.Weights, Options{MaxContext: 4096, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, vocab := openTiny(t, Options{MaxContext: 4096, Threads: 2})
 	toks := make([]int32, 1900)
 	for i := range toks {
-		toks[i] = int32(i*31) % int32(ck.Weights.Config.VocabSize)
+		toks[i] = int32(i*31) % int32(vocab)
 	}
 	ctx := context.Background()
 	// chunkBytes prefills after tokens of context, then returns the bytes one more 64-token chunk

@@ -2,13 +2,11 @@ package fast
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
 
-	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 )
 
@@ -25,20 +23,9 @@ type kvSeg struct {
 // reach rows another of them reads. Checked by mutation: with writable always true, or a restore
 // that takes ownership from a live session, this fails.
 func TestKVSharingMatchesReplay(t *testing.T) {
-	ck, err := checkpoint.Open("../fixtures/models/tiny-a/mlx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	b, err := Open(ck.Weights, Options{MaxContext: 4096, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := b.(*Model)
+	m, vocab := openTiny(t, Options{MaxContext: 4096, Threads: 2})
 	ctx := context.Background()
 	full := engine.StepOptions{Full: true}
-	vocab := ck.Weights.Config.VocabSize
 	run := func(s *Session, g kvSeg) ([]float32, error) {
 		var r engine.StepResult
 		var err error
@@ -116,6 +103,5 @@ func TestKVSharingMatchesReplay(t *testing.T) {
 				snaps = slices.Delete(snaps, j, j+1)
 			}
 		}
-		_ = fmt.Sprint
 	})
 }

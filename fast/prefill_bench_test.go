@@ -18,26 +18,13 @@ import (
 // which a shared machine's waits for a core do not inflate as they do the wall time; built from
 // two commits and alternated, it compares them.
 func BenchmarkPrefill(b *testing.B) {
-	dir := os.Getenv("LILY_BENCH_MODEL")
-	if dir == "" {
-		b.Skip("LILY_BENCH_MODEL names no checkpoint")
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: 4096, Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m, vocab := benchModel(b, 4096)
 	ctx := context.Background()
 	for _, n := range []int{2, 4, 8, 16, 32, 64, 256, 1024} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			prompt := make([]int32, n)
 			for i := range prompt {
-				prompt[i] = int32(i*7919) % int32(ck.Weights.Config.VocabSize)
+				prompt[i] = int32(i*7919) % int32(vocab)
 			}
 			run := func() {
 				s, err := m.NewSession()
@@ -60,4 +47,25 @@ func BenchmarkPrefill(b *testing.B) {
 			b.ReportMetric(tokens/time.Since(t0).Seconds(), "tok/s")
 		})
 	}
+}
+
+// benchModel opens the checkpoint named by LILY_BENCH_MODEL (skipping the benchmark when none is)
+// on two workers with a context of maxCtx; both close when the benchmark ends. It returns the
+// model and its vocabulary size.
+func benchModel(b *testing.B, maxCtx int) (engine.Backend, int) {
+	dir := os.Getenv("LILY_BENCH_MODEL")
+	if dir == "" {
+		b.Skip("LILY_BENCH_MODEL names no checkpoint")
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ck.Close() })
+	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: maxCtx, Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m, ck.Weights.Config.VocabSize
 }

@@ -3,12 +3,9 @@ package fast_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/lily-engine/lily/fast"
-	"github.com/lily-engine/lily/internal/checkpoint"
 	"github.com/lily-engine/lily/internal/engine"
 )
 
@@ -17,22 +14,9 @@ import (
 // prefill the turn's 16 new tokens, snapshot again (the context grows 16 tokens a turn). ms/turn is the whole turn; ms-state/turn the
 // restore, release and snapshot alone (what the session's state costs to keep and bring back).
 func BenchmarkChatTurn(b *testing.B) {
-	dir := os.Getenv("LILY_BENCH_MODEL")
-	if dir == "" {
-		b.Skip("LILY_BENCH_MODEL names no checkpoint")
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := fast.Open(ck.Weights, fast.Options{MaxContext: 8192, Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m, nv := benchModel(b, 8192)
 	ctx := context.Background()
-	vocab := int32(ck.Weights.Config.VocabSize)
+	vocab := int32(nv)
 	for _, n := range []int{1024, 4096} {
 		b.Run(fmt.Sprintf("ctx%d", n), func(b *testing.B) {
 			s, err := m.NewSession()

@@ -14,20 +14,10 @@ import (
 // bit what a fresh one does (its state cleared: a prompt of several DeltaNet chunks reads it), a
 // snapshot taken into recycled buffers restores exactly, and a released snapshot is refused.
 func TestStateRecycled(t *testing.T) {
-	ck, err := checkpoint.Open("../fixtures/models/tiny-a/mlx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	b0, err := Open(ck.Weights, Options{MaxContext: 4096, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b0.Close()
-	m := b0.(*Model)
+	m, vocab := openTiny(t, Options{MaxContext: 4096, Threads: 2})
 	toks := make([]int32, 3*chunk+5)
 	for i := range toks {
-		toks[i] = int32(i*7919) % int32(ck.Weights.Config.VocabSize)
+		toks[i] = int32(i*7919) % int32(vocab)
 	}
 	ctx := context.Background()
 	full := engine.StepOptions{Full: true}
