@@ -105,3 +105,58 @@ func TestKVSharingMatchesReplay(t *testing.T) {
 		}
 	})
 }
+
+// TestKVSharedInEngineFlow: the server's prompt-cache flow — snapshot, decode on, restore the
+// snapshot, release it, prefill the next turn, snapshot again — copies no KV array: the session and
+// both snapshots keep reading the arrays the first prefill allocated. (A clone on snapshot or
+// restore would pass TestKVSharingMatchesReplay; this pins the sharing itself.)
+func TestKVSharedInEngineFlow(t *testing.T) {
+	m, vocab := openTiny(t, Options{MaxContext: 4096, Threads: 2})
+	ctx := context.Background()
+	toks := func(n, seed int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32((i+seed)*7919) % int32(vocab)
+		}
+		return out
+	}
+	s := m.newSession()
+	defer s.Close()
+	if _, err := s.Prefill(ctx, toks(100, 0), engine.StepOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	li := slices.IndexFunc(s.kv, func(c *kvCache) bool { return c != nil })
+	arr := &s.kv[li].k[:1][0] // the first key element of the first attention layer
+	same := func(what string, c *kvCache) {
+		t.Helper()
+		if &c.k[:1][0] != arr {
+			t.Fatalf("%s: the KV array was copied", what)
+		}
+	}
+	p, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("snapshot", p.(*snapshot).kv[li])
+	for i := range 5 {
+		if _, err := s.Decode(ctx, int32(i), engine.StepOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("decode after a snapshot", s.kv[li])
+	if err := s.Restore(p); err != nil {
+		t.Fatal(err)
+	}
+	same("restore", s.kv[li])
+	p.Release()
+	if _, err := s.Prefill(ctx, toks(30, 1), engine.StepOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	same("prefill after restore and release", s.kv[li])
+	q, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Release()
+	same("second snapshot", q.(*snapshot).kv[li])
+}
