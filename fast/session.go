@@ -152,7 +152,8 @@ func (s *Session) returnPrefillBufs() {
 // calls).
 func (s *Session) prefillHeld() int { return s.pf.bytes() + s.moe.bytes() }
 
-// snapshot is a deep copy of a session's state.
+// snapshot is a session's state at one position: a copy of the recurrent state (conv and ssm) and
+// views of the KV cache's rows, shared with the session (kvShare).
 type snapshot struct {
 	m   *Model
 	pos int
