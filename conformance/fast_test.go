@@ -220,6 +220,62 @@ func TestFastSnapshotRestore(t *testing.T) {
 	}
 }
 
+// TestFastPromptCacheChat runs a five-turn chat through one engine on the fast backend, each
+// request the previous one's cached prefix (its CachePrefix) plus new tokens, as the server sends
+// them, and checks every reply against a fresh engine's for the same request: the same greedy
+// tokens, logprobs within fastCacheLogprobTol. The cached engine restores, releases and takes
+// snapshots whose KV rows the session shares (fast/kv_share.go); the fresh one prefills the prompt
+// from scratch, split only at the request's own cache point, so the two differ by where the
+// DeltaNet chunks fall.
+func TestFastPromptCacheChat(t *testing.T) {
+	ck := openTiny(t, "mlx", 64)
+	_, fb := backends(t, ck)
+	ctx := context.Background()
+	cached := engine.New(fb)
+	defer cached.Close()
+	var prompt []int32
+	for turn := range 5 {
+		prompt = append(prompt, enginetest.RandomTokens(7+5*turn, fb.VocabSize(), uint64(turn+1))...)
+		req := func() *engine.Request {
+			return &engine.Request{Prompt: prompt, MaxTokens: 6, Logprobs: true, CachePrefix: len(prompt) - 3}
+		}
+		run := func(e *engine.Engine) (*engine.Result, []float64) {
+			var lps []float64
+			res, err := e.Generate(ctx, req(), func(st engine.Step) error {
+				if st.Token != nil {
+					lps = append(lps, st.Token.Logprob)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res, lps
+		}
+		got, gotLP := run(cached)
+		if turn > 0 && got.CachedTokens == 0 {
+			t.Fatalf("turn %d reused no cached tokens", turn)
+		}
+		fresh := engine.New(fb)
+		want, wantLP := run(fresh)
+		fresh.Close()
+		if fmt.Sprint(got.Tokens) != fmt.Sprint(want.Tokens) {
+			t.Fatalf("turn %d: cached engine generated %v, a fresh one %v", turn, got.Tokens, want.Tokens)
+		}
+		for i := range gotLP {
+			if d := math.Abs(gotLP[i] - wantLP[i]); d > fastCacheLogprobTol {
+				t.Fatalf("turn %d token %d: logprob %g cached, %g fresh (|Δ| %g)", turn, i, gotLP[i], wantLP[i], d)
+			}
+		}
+		// The next request keeps the cache point's tokens and re-renders the rest, as chat does.
+		prompt = prompt[:len(prompt)-3]
+	}
+}
+
+// fastCacheLogprobTol: what moving DeltaNet chunk boundaries does to a logprob on the tiny model
+// (measured up to 1.7e-7); a restore that skipped the recurrent state moved one by 1.9e-3.
+const fastCacheLogprobTol = 1e-5
+
 // fastGoldenLogprobTol: fast accumulates in float32 and reorders sums; against transformers' float32
 // forward it stays within an order of magnitude of ref's own agreement (~1e-5).
 const fastGoldenLogprobTol = 1e-3
