@@ -41,8 +41,9 @@ func qwenDims(t *testing.T) (checkpoint.Dims, int64) {
 }
 
 // TestMemory128KFits asserts issue 21's budget: the full 40-layer 4-bit model with an fp16 KV cache
-// at 128K context, its DeltaNet state and the prefill buffers fit in 24 GB; with float32 K/V (5.4
-// GB) they would not.
+// at 128K context, its DeltaNet state, the prefill buffers and the server's prompt-cache snapshot
+// (a second DeltaNet state; its KV rows are shared) fit in 24 GB; with float32 K/V (5.4 GB) they
+// would not, nor would a snapshot that copied the fp16 KV (2.7 GB more).
 func TestMemory128KFits(t *testing.T) {
 	s, weights := qwenDims(t)
 	fp16 := MemoryAt(s, weights, longContext, prefillChunk, 2)
@@ -55,8 +56,11 @@ func TestMemory128KFits(t *testing.T) {
 	if want := int64(longContext) * 20 << 10; fp16.KV != want {
 		t.Errorf("KV %d bytes, want %d", fp16.KV, want)
 	}
-	if want := int64(30 * 4 * (32*128*128 + 8192*3)); fp16.State != want {
-		t.Errorf("state %d bytes, want %d", fp16.State, want)
+	if want := int64(30 * 4 * (32*128*128 + 8192*3)); fp16.State != want || fp16.Snapshot != want {
+		t.Errorf("state %d and snapshot %d bytes, want %d", fp16.State, fp16.Snapshot, want)
+	}
+	if cloned := fp16.Total() + fp16.KV; cloned <= machineBytes {
+		t.Errorf("a snapshot that copied the KV fits too (%.2f GB): the budget no longer needs shared KV rows", float64(cloned)/1e9)
 	}
 	fp32 := MemoryAt(s, weights, longContext, prefillChunk, 4)
 	t.Logf("float32 KV at %d: %v", longContext, fp32)
