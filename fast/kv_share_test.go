@@ -17,7 +17,8 @@ type kvSeg struct {
 }
 
 // TestKVSharingMatchesReplay runs random sequences of prefills, decodes, snapshots, restores
-// (into the session a snapshot came from or the other one) and releases on two sessions, and
+// (into the session a snapshot came from or the other one), releases and closes (a new session
+// then takes the closed one's recycled buffers) on two sessions, and
 // checks every step's logits bit for bit against a fresh session that replays the same history
 // (its calls, in order): whatever snapshots and sessions share KV arrays (kvShare), no write may
 // reach rows another of them reads. Checked by mutation: with writable always true, or a restore
@@ -58,12 +59,16 @@ func TestKVSharingMatchesReplay(t *testing.T) {
 		var hs [2][]kvSeg
 		for i := range ss {
 			ss[i] = m.newSession()
-			defer ss[i].Close()
 		}
+		defer func() {
+			for _, s := range ss {
+				s.Close()
+			}
+		}()
 		var snaps []snap
 		for step := range rapid.IntRange(4, 24).Draw(rt, "steps") {
 			i := rapid.IntRange(0, 1).Draw(rt, "session")
-			switch op := rapid.IntRange(0, 4).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 5).Draw(rt, "op"); {
 			case op <= 1: // prefill (several KV rows at once, and DeltaNet chunks) or decode
 				n := 1
 				if op == 0 {
@@ -101,6 +106,9 @@ func TestKVSharingMatchesReplay(t *testing.T) {
 				j := rapid.IntRange(0, len(snaps)-1).Draw(rt, "snapshot")
 				snaps[j].p.Release()
 				snaps = slices.Delete(snaps, j, j+1)
+			case op == 5: // close the session and start a new one on its recycled buffers
+				ss[i].Close()
+				ss[i], hs[i] = m.newSession(), nil
 			}
 		}
 	})

@@ -26,21 +26,22 @@ import (
 // kernels and their worker pool, which the Model owns (Close stops it). It is immutable after Open
 // and may be shared by sessions that are used one at a time (they share the pool).
 type Model struct {
-	cfg    *checkpoint.Config
-	run    *cpu.Pool // the kernels' pool; it also runs the plans' other parallel loops
-	k      *cpu.Kernels
-	embed  *mat
-	lmHead *mat
-	final  []float32
-	layers []layer
-	inv    []float64 // RoPE inverse frequencies
-	dims   checkpoint.Dims
-	maxCtx int
-	ops    vecOps // dot and axpy of the plans' inner loops
-	int16  bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
-	kv32   bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
-	spare  prefillSpare
-	states stateSpare
+	cfg      *checkpoint.Config
+	run      *cpu.Pool // the kernels' pool; it also runs the plans' other parallel loops
+	k        *cpu.Kernels
+	embed    *mat
+	lmHead   *mat
+	final    []float32
+	layers   []layer
+	inv      []float64 // RoPE inverse frequencies
+	dims     checkpoint.Dims
+	maxCtx   int
+	ops      vecOps // dot and axpy of the plans' inner loops
+	int16    bool   // decode's 4-bit mat-vecs read int16 activations (Options.Int16Activations)
+	kv32     bool   // the KV cache in float32 (Options.KVCacheF32), not fp16
+	spare    prefillSpare
+	states   stateSpare
+	sessions sessionSpare
 }
 
 type layer struct {

@@ -42,19 +42,25 @@ func (m *Model) newSession() *Session {
 	n := len(m.layers)
 	st := m.takeState(true)
 	s.conv, s.ssm = st.conv, st.ssm
-	s.kv = make([]*kvCache, n)
-	d := m.dims
-	for i, l := range m.layers {
-		if l.kind != checkpoint.LinearAttention {
-			s.kv[i] = &kvCache{f32: m.kv32}
+	sb := m.takeSessionBufs()
+	if sb == nil {
+		d := m.dims
+		sb = &sessionBufs{dec: newDecodeBufs(m), scr: make([]*deltanetScratch, d.Hv), kv: make([]*kvCache, n)}
+		for h := range sb.scr {
+			sb.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 		}
 	}
-	s.dec = newDecodeBufs(m)
-	s.tasks = s.newDecodeTasks()
-	s.scr = make([]*deltanetScratch, d.Hv)
-	for h := range s.scr {
-		s.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
+	s.dec, s.scr = sb.dec, sb.scr
+	s.kv = make([]*kvCache, n)
+	for i, l := range m.layers {
+		if l.kind != checkpoint.LinearAttention {
+			s.kv[i] = sb.kv[i]
+			if s.kv[i] == nil {
+				s.kv[i] = &kvCache{f32: m.kv32}
+			}
+		}
 	}
+	s.tasks = s.newDecodeTasks()
 	return s
 }
 
@@ -216,14 +222,24 @@ func (s *Session) Restore(x engine.Snapshot) error {
 	return nil
 }
 
-// Close releases the state: its buffers go to the model for the next session or snapshot.
+// Close releases the state: its buffers go to the model for the next session or snapshot, and
+// its working buffers to the next session (sessionBufs).
 func (s *Session) Close() error {
 	s.m.giveState(stateSet{conv: s.conv, ssm: s.ssm})
+	if s.dec != nil {
+		sb := &sessionBufs{dec: s.dec, scr: s.scr, kv: make([]*kvCache, len(s.kv))}
+		for i, c := range s.kv {
+			if c != nil && c.shared == nil { // arrays a snapshot reads stay with it
+				sb.kv[i] = &kvCache{f32: c.f32, k: c.k[:0], v: c.v[:0], kf: c.kf[:0], vf: c.vf[:0]}
+			}
+		}
+		s.m.giveSessionBufs(sb)
+	}
 	for _, c := range s.kv {
 		if c != nil {
 			c.unshare(s)
 		}
 	}
-	s.conv, s.ssm, s.kv, s.dec = nil, nil, nil, nil
+	s.conv, s.ssm, s.kv, s.dec, s.scr = nil, nil, nil, nil, nil
 	return nil
 }

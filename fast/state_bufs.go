@@ -78,3 +78,39 @@ func copyState(dst, src stateSet) {
 		copy(dst.ssm[i], src.ssm[i])
 	}
 }
+
+// sessionBufs are the working buffers a closed session leaves for the next new one: the decode
+// plan's (decodeBufs, 1 MiB of it the logits row), the DeltaNet prefill's per-head scratch, and
+// the KV arrays no snapshot shares (at length 0; a new session's first reserve reuses their
+// capacity). None needs clearing: each is written before it is read (TestStateRecycled checks a
+// recycled session's prefill and decode bit for bit against a fresh one's). Fresh, these cost a
+// new session the runtime's zeroing and a page fault per 4 KiB on first touch.
+type sessionBufs struct {
+	dec *decodeBufs
+	scr []*deltanetScratch
+	kv  []*kvCache // per layer: an empty cache over recycled arrays, or nil
+}
+
+// sessionSpare is the model's one spare sessionBufs (the last closed session's).
+type sessionSpare struct {
+	mu sync.Mutex
+	b  *sessionBufs
+}
+
+// takeSessionBufs returns the spare sessionBufs, or nil.
+func (m *Model) takeSessionBufs() *sessionBufs {
+	sp := &m.sessions
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	b := sp.b
+	sp.b = nil
+	return b
+}
+
+// giveSessionBufs makes b the model's spare (replacing any other).
+func (m *Model) giveSessionBufs(b *sessionBufs) {
+	sp := &m.sessions
+	sp.mu.Lock()
+	sp.b = b
+	sp.mu.Unlock()
+}

@@ -12,7 +12,9 @@ import (
 // TestStateRecycled: a closed session's and a released snapshot's state buffers serve the next
 // session and snapshot (the same arrays, so no fresh memory), a recycled session computes bit for
 // bit what a fresh one does (its state cleared: a prompt of several DeltaNet chunks reads it), a
-// snapshot taken into recycled buffers restores exactly, and a released snapshot is refused.
+// snapshot taken into recycled buffers restores exactly, and a released snapshot is refused. A
+// session closed without a snapshot leaves its working buffers too (decode buffers, scratch, KV
+// arrays: sessionBufs), and the session on them prefills and decodes bit for bit as it did.
 func TestStateRecycled(t *testing.T) {
 	m, vocab := openTiny(t, Options{MaxContext: 4096, Threads: 2})
 	toks := make([]int32, 3*chunk+5)
@@ -85,6 +87,39 @@ func TestStateRecycled(t *testing.T) {
 	}
 	if l2, _ := engine.Logits(again, nil); !bitsEqual(l1, l2) {
 		t.Fatal("a session restored from a snapshot in recycled buffers diverged")
+	}
+
+	// Working buffers (sessionBufs): c's, closed without a snapshot, serve d.
+	li := -1 // an attention layer
+	for i := range m.layers {
+		if m.layers[i].kind != checkpoint.LinearAttention {
+			li = i
+			break
+		}
+	}
+	decode := func(s *Session) []float32 {
+		t.Helper()
+		var l []float32
+		for i := range 3 {
+			r, err := s.Decode(ctx, int32(11*i+1), full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ = engine.Logits(r, nil)
+		}
+		return append([]float32(nil), l...)
+	}
+	c := m.newSession()
+	wantP, wantD := prefill(c), decode(c)
+	dec, kc := c.dec, &c.kv[li].k[:1][0]
+	c.Close()
+	d := m.newSession()
+	defer d.Close()
+	if d.dec != dec || &d.kv[li].k[:1][0] != kc {
+		t.Fatal("a new session after a Close without snapshots allocated its decode buffers or KV arrays afresh")
+	}
+	if gotP, gotD := prefill(d), decode(d); !bitsEqual(gotP, wantP) || !bitsEqual(gotD, wantD) {
+		t.Fatal("a session on recycled working buffers computed other logits than the session that left them")
 	}
 }
 
