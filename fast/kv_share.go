@@ -59,7 +59,7 @@ func (c *kvCache) pin(s *Session, rows, w int) *kvCache {
 	return sh.view(c.f32, rows*w)
 }
 
-// view returns a cache of the share's first n values.
+// view returns a cache of the share's first n values, at the arrays' full capacity.
 func (sh *kvShare) view(f32 bool, n int) *kvCache {
 	v := &kvCache{f32: f32, shared: sh}
 	if f32 {
@@ -88,12 +88,5 @@ func (p *kvCache) restore(s *Session) *kvCache {
 		sh.owner = s
 	}
 	sh.mu.Unlock()
-	n := len(p.k) + len(p.kf)
-	c := &kvCache{f32: p.f32, shared: sh}
-	if p.f32 {
-		c.kf, c.vf = sh.kf[:n:cap(sh.kf)], sh.vf[:n:cap(sh.vf)]
-	} else {
-		c.k, c.v = sh.k[:n:cap(sh.k)], sh.v[:n:cap(sh.v)]
-	}
-	return c
+	return sh.view(p.f32, len(p.k)+len(p.kf))
 }

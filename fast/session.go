@@ -14,15 +14,14 @@ import (
 // Session is one sequence's state: conv and recurrent state per DeltaNet layer, KV cache per attention
 // layer, the position, and the decode plan's buffers. One goroutine uses it at a time.
 type Session struct {
-	m    *Model
-	pos  int
-	conv [][]float32 // per layer (DeltaNet only): [(K-1)*C], oldest row first
-	ssm  [][]float32 // per layer (DeltaNet only): [Hv, Dk, Dv]
-	kv   []*kvCache  // per layer (attention only)
-	dec  *decodeBufs
-	scr  []*deltanetScratch
-	moe  expertBufs  // moeExperts' buffers, kept across the layers and chunks of a Prefill call
-	pf   prefillBufs // the prefill plan's chunk-sized activations, kept as long
+	m        *Model
+	pos      int
+	stateSet            // conv and ssm: the DeltaNet layers' recurrent state (state_bufs.go)
+	kv       []*kvCache // per layer (attention only)
+	dec      *decodeBufs
+	scr      []*deltanetScratch
+	moe      expertBufs  // moeExperts' buffers, kept across the layers and chunks of a Prefill call
+	pf       prefillBufs // the prefill plan's chunk-sized activations, kept as long
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
@@ -40,9 +39,8 @@ func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), ni
 func (m *Model) newSession() *Session {
 	s := &Session{m: m, vecBufs: map[int][]*cpu.Vec{}, vecUsed: map[int]int{}}
 	n := len(m.layers)
-	st := m.takeState(true)
-	s.conv, s.ssm = st.conv, st.ssm
-	sb := m.takeSessionBufs()
+	s.stateSet = m.takeState(true)
+	sb := m.sessions.take()
 	if sb == nil {
 		d := m.dims
 		sb = &sessionBufs{dec: newDecodeBufs(m), scr: make([]*deltanetScratch, d.Hv), kv: make([]*kvCache, n)}
@@ -69,7 +67,7 @@ func (s *Session) Len() int { return s.pos }
 
 // kvReserve makes room in every KV cache for n more tokens.
 func (s *Session) kvReserve(n int) {
-	w := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
+	w := s.m.dims.KVWidth()
 	for _, c := range s.kv {
 		if c != nil {
 			c.reserve(s, s.pos, s.pos+n, w)
@@ -187,8 +185,8 @@ func (s *Session) Snapshot() (engine.Snapshot, error) {
 		return nil, errors.New("fast: session is closed")
 	}
 	st := s.m.takeState(false)
-	copyState(st, stateSet{conv: s.conv, ssm: s.ssm})
-	w := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
+	copyState(st, s.stateSet)
+	w := s.m.dims.KVWidth()
 	kv := make([]*kvCache, len(s.kv))
 	for i, c := range s.kv {
 		if c != nil {
@@ -211,7 +209,7 @@ func (s *Session) Restore(x engine.Snapshot) error {
 	if s.conv == nil {
 		return errors.New("fast: session is closed")
 	}
-	copyState(stateSet{conv: s.conv, ssm: s.ssm}, p.st)
+	copyState(s.stateSet, p.st)
 	for i, c := range p.kv {
 		if c != nil {
 			s.kv[i].unshare(s)
@@ -225,21 +223,20 @@ func (s *Session) Restore(x engine.Snapshot) error {
 // Close releases the state: its buffers go to the model for the next session or snapshot, and
 // its working buffers to the next session (sessionBufs).
 func (s *Session) Close() error {
-	s.m.giveState(stateSet{conv: s.conv, ssm: s.ssm})
-	if s.dec != nil {
+	s.m.giveState(s.stateSet)
+	if s.dec != nil { // not closed before
 		sb := &sessionBufs{dec: s.dec, scr: s.scr, kv: make([]*kvCache, len(s.kv))}
 		for i, c := range s.kv {
-			if c != nil && c.shared == nil { // arrays a snapshot reads stay with it
+			switch {
+			case c == nil:
+			case c.shared == nil:
 				sb.kv[i] = &kvCache{f32: c.f32, k: c.k[:0], v: c.v[:0], kf: c.kf[:0], vf: c.vf[:0]}
+			default: // arrays a snapshot reads stay with it
+				c.unshare(s)
 			}
 		}
-		s.m.giveSessionBufs(sb)
+		s.m.sessions.give(sb)
 	}
-	for _, c := range s.kv {
-		if c != nil {
-			c.unshare(s)
-		}
-	}
-	s.conv, s.ssm, s.kv, s.dec, s.scr = nil, nil, nil, nil, nil
+	s.stateSet, s.kv, s.dec, s.scr = stateSet{}, nil, nil, nil
 	return nil
 }

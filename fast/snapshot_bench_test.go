@@ -11,8 +11,9 @@ import (
 
 // BenchmarkChatTurn is the engine's prompt-cache flow for one chat turn at a context of ctx
 // tokens on the checkpoint named by LILY_BENCH_MODEL: restore the cached snapshot, release it,
-// prefill the turn's 16 new tokens, snapshot again (the context grows 16 tokens a turn). ms/turn is the whole turn; ms-state/turn the
-// restore, release and snapshot alone (what the session's state costs to keep and bring back).
+// prefill the turn's 16 new tokens, snapshot again (the context grows 16 tokens a turn). ms/turn
+// is the whole turn; ms-state/turn the restore, release and snapshot alone (what the session's
+// state costs to keep and bring back).
 func BenchmarkChatTurn(b *testing.B) {
 	m, nv := benchModel(b, 8192)
 	ctx := context.Background()

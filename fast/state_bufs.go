@@ -21,19 +21,34 @@ type stateSet struct {
 // session's own set, the dropped snapshot's set is spare, and the next snapshot takes it; on a
 // miss the closed session's set is spare, the new session takes it, and the snapshot the one its
 // release left.
-type stateSpare struct {
-	mu  sync.Mutex
-	set *stateSet
+type stateSpare = spare[stateSet]
+
+// spare is one buffer set a model keeps for the next user (stateSpare, sessionSpare).
+type spare[T any] struct {
+	mu sync.Mutex
+	v  *T
+}
+
+// take removes and returns the spare, or nil.
+func (sp *spare[T]) take() *T {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	v := sp.v
+	sp.v = nil
+	return v
+}
+
+// give makes v the spare (replacing any other); the giver must not use it again.
+func (sp *spare[T]) give(v *T) {
+	sp.mu.Lock()
+	sp.v = v
+	sp.mu.Unlock()
 }
 
 // takeState returns the spare set, or a new one, for the model's layers. zero: its values are all
 // zero (a new session's); otherwise unspecified (a copy about to overwrite them).
 func (m *Model) takeState(zero bool) stateSet {
-	sp := &m.states
-	sp.mu.Lock()
-	set := sp.set
-	sp.set = nil
-	sp.mu.Unlock()
+	set := m.states.take()
 	if set == nil {
 		return newStateSet(m)
 	}
@@ -48,13 +63,9 @@ func (m *Model) takeState(zero bool) stateSet {
 
 // giveState makes set the model's spare (replacing any other); the giver must not use it again.
 func (m *Model) giveState(set stateSet) {
-	if set.conv == nil {
-		return
+	if set.conv != nil {
+		m.states.give(&set)
 	}
-	sp := &m.states
-	sp.mu.Lock()
-	sp.set = &set
-	sp.mu.Unlock()
 }
 
 // newStateSet allocates a zero stateSet for m's layers.
@@ -92,25 +103,4 @@ type sessionBufs struct {
 }
 
 // sessionSpare is the model's one spare sessionBufs (the last closed session's).
-type sessionSpare struct {
-	mu sync.Mutex
-	b  *sessionBufs
-}
-
-// takeSessionBufs returns the spare sessionBufs, or nil.
-func (m *Model) takeSessionBufs() *sessionBufs {
-	sp := &m.sessions
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	b := sp.b
-	sp.b = nil
-	return b
-}
-
-// giveSessionBufs makes b the model's spare (replacing any other).
-func (m *Model) giveSessionBufs(b *sessionBufs) {
-	sp := &m.sessions
-	sp.mu.Lock()
-	sp.b = b
-	sp.mu.Unlock()
-}
+type sessionSpare = spare[sessionBufs]
