@@ -51,14 +51,18 @@ func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl
 // its in-cache compute rate (about 25 GB/s) and two cores the streaming bandwidth.
 const vnniPrefetchL2 = 8192
 
+// vnniPrefetchRows4 is how far ahead the four-row pass prefetches into L2, at least: 16 KiB, twice
+// the one-row loop's distance. With its prefetches in address order (qmv4Rows4VNNIAsm) 16 KiB
+// streamed 2–4% faster than 8 in BenchmarkMatVecStream's rounds at either bandwidth phase.
+const vnniPrefetchRows4 = 16384
+
 // vnniPrefetch returns the four-row pass's L2 prefetch distance in bytes for rows of rb bytes: the
-// fewest whole passes (4·rb each; the rows of a pass are interleaved, so a shorter linear distance
-// would land on rows the pass is reading) that reach vnniPrefetchL2, and at least two: one pass on is
-// the L1 prefetch's line (4096-wide rows: one pass is 8 KiB, and the L2 prefetch one pass on ran at
-// half the speed of two in BenchmarkQMatVec).
+// fewest whole passes (4·rb each: a pass prefetches the bytes of a later pass) that reach
+// vnniPrefetchRows4, and at least two: one pass on is the L1 prefetch's (4096-wide rows: one pass is
+// 8 KiB, and the L2 prefetch one pass on ran at half the speed of two in BenchmarkQMatVec).
 func vnniPrefetch(rb int) int {
 	pass := 4 * rb
-	return pass * max(2, (vnniPrefetchL2+pass-1)/pass)
+	return pass * max(2, (vnniPrefetchRows4+pass-1)/pass)
 }
 
 //go:noescape
