@@ -136,7 +136,9 @@ done:
 // four pairs of rows prefetch the 16 consecutive lines its place in the pass covers, the line of
 // pair p and row r at 256·p + 64·r. Both cover each pass's bytes exactly once, as before; the one
 // ascending stream instead of four interleaved ones 1 row apart streamed 5–10% faster from DRAM
-// while the host read ~35 GB/s (BenchmarkMatVecStream, alternated with the four-row order).
+// while the host read ~35 GB/s (BenchmarkMatVecStream, alternated with the four-row order). Each
+// pass also prefetches into L2 the scales and biases of the pass pf bytes on (those left to the
+// hardware prefetcher had cost 1–3% more).
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
 // times that (R11 and R12 pf bytes and one pass past the pass's start, 1,024 more each block); the
@@ -179,6 +181,18 @@ pass4:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
+	// Into L2, the scales and biases of the pass pf bytes on: pf/16 bytes on in theirs (a KiB of
+	// weights, 32 groups, has 64 bytes of bf16 scales and 64 of biases), a line of each per block.
+	MOVQ pf+72(FP), R9
+	SHRQ $4, R9
+	ADDQ SI, R9
+	MOVQ blocks+40(FP), CX
+sbpf4:
+	PREFETCHT1 (R9)
+	PREFETCHT1 (R9)(R8*1)
+	ADDQ $64, R9
+	DECQ CX
+	JNZ sbpf4
 	MOVQ blocks+40(FP), CX
 	MOVQ xl+48(FP), DI
 	MOVQ R14, R10
