@@ -153,9 +153,11 @@ func (b *expertBufs) grow(workers, yd, xe, ge, rows int) {
 
 // moeExperts writes the MoE's output to r: [t, hs] for the chunk's routing (ids and wts: [t, k];
 // count and order as moePrefill builds them): one pool dispatch of the shared expert and the whole
-// routed experts, most tokens first in guided chunks so that the workers finish together, then
-// each token's gated shared output plus its k routed outputs summed in its top-k order, in
-// parallel over tokens.
+// routed experts, most tokens first, taken from both ends (cpu.Pool.RunTaskTwoEnded) so that the
+// arithmetic of the shared expert and the experts of several tokens on one core overlaps the
+// one-token experts' weight streams on the other, in guided chunks so that the workers finish
+// together; then each token's gated shared output plus its k routed outputs summed in its top-k
+// order, in parallel over tokens.
 func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count, order []int, r []float32, sh sharedJob) {
 	c := s.m.cfg
 	hs, in, e, k := c.HiddenSize, c.MoEIntermediate, c.NumExperts, c.NumExpertsPerTok
@@ -189,7 +191,7 @@ func (s *Session) moeExperts(l *layer, a []float32, t int, wts []float32, count,
 	if s.m.k.PrepareTokenRecords(&b.recs, a, t, hs) {
 		task.recs = &b.recs
 	}
-	s.m.run.RunTaskGuided(used, task)
+	s.m.run.RunTaskTwoEnded(used, task)
 	pos := make([]int, t*k) // pos[slot]: the slot's position in order
 	for p, slot := range order {
 		pos[slot] = p

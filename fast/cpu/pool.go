@@ -44,9 +44,13 @@ type Pool struct {
 	guided           bool
 	takeMin, takeMax int
 	next             atomic.Int64
-	gen              atomic.Uint64 // job number; a worker runs job gen once
-	pending          atomic.Int32  // background workers still in the current job
-	closed           atomic.Bool
+	// A two-ended job (RunTaskTwoEnded): the next item from the front in the low 32 bits, the end
+	// of the items not yet taken from the back in the high 32.
+	twoEnded bool
+	ends     atomic.Uint64
+	gen      atomic.Uint64 // job number; a worker runs job gen once
+	pending  atomic.Int32  // background workers still in the current job
+	closed   atomic.Bool
 }
 
 // poolWorker is one background worker's parking state.
@@ -120,6 +124,10 @@ func (p *Pool) await(seen uint64, pw *poolWorker) uint64 {
 
 // drain takes chunks of the current job until none are left; w is the worker's index.
 func (p *Pool) drain(w int) {
+	if p.twoEnded {
+		p.drainTwoEnded(w)
+		return
+	}
 	if p.guided {
 		p.drainGuided(w)
 		return
@@ -158,19 +166,51 @@ func (p *Pool) drainGuided(w int) {
 	}
 }
 
+// drainTwoEnded is drain for RunTaskTwoEnded: even workers take from the front, odd ones from the
+// back, each take half a worker's share of what is left, within [takeMin, takeMax].
+func (p *Pool) drainTwoEnded(w int) {
+	back := w%2 == 1
+	for {
+		v := p.ends.Load()
+		f, b := int(uint32(v)), int(v>>32)
+		if f >= b {
+			return
+		}
+		k := max(p.takeMin, min(p.takeMax, (b-f)/(2*p.n)))
+		lo, hi := f, min(b, f+k)
+		nv := uint64(hi) | uint64(b)<<32
+		if back {
+			lo, hi = max(f, b-k), b
+			nv = uint64(f) | uint64(lo)<<32
+		}
+		if !p.ends.CompareAndSwap(v, nv) {
+			continue
+		}
+		clearUpper()
+		p.task.Do(w, lo, hi)
+	}
+}
+
 // chunksPerWorker is how many pieces each worker's share is cut into: enough to even out a worker
 // that the OS descheduled, few enough that the shared counter is not contended.
 const chunksPerWorker = 4
 
 // RunTask runs t over [0, items) on all workers and returns when every item is done.
 // It allocates nothing.
-func (p *Pool) RunTask(items int, t Task) { p.run(items, t, false, 0, 0) }
+func (p *Pool) RunTask(items int, t Task) { p.run(items, t, false, false, 0, 0) }
 
 // RunTaskGuided is RunTask for items of unequal cost sorted from the costliest down (the experts
 // of a prefill chunk by their token counts): the workers take chunks of half their share of the
 // remaining items (at most guidedMax), down to single items at the end, so that they finish
 // together.
-func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true, 1, guidedMax) }
+func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true, false, 1, guidedMax) }
+
+// RunTaskTwoEnded is RunTaskGuided for items sorted from the costliest arithmetic to the most
+// memory-bound (a prefill chunk's experts: the shared one and those with the most tokens first,
+// those with one token last): the caller and the even workers take from the front, the odd ones
+// from the back, so that one core's arithmetic overlaps the other's weight streams instead of
+// both computing while the memory idles and then both streaming. Takes are as RunTaskGuided's.
+func (p *Pool) RunTaskTwoEnded(items int, t Task) { p.run(items, t, true, true, 1, guidedMax) }
 
 // RunTaskTapered is RunTask for items of equal cost whose workers should finish together (decode's
 // mat-vecs, which stream the weights from DRAM: while one worker waits for the other at the end,
@@ -179,12 +219,12 @@ func (p *Pool) RunTaskGuided(items int, t Task) { p.run(items, t, true, 1, guide
 // a share leave one worker idle for about an eighth of a share on average. The takes stay large
 // (each restarts the kernels' prefetch streams) and few: about a dozen a job for two workers.
 func (p *Pool) RunTaskTapered(items int, t Task) {
-	p.run(items, t, true, max(1, items/(p.n*taperParts)), items)
+	p.run(items, t, true, false, max(1, items/(p.n*taperParts)), items)
 }
 
 // run dispatches t over [0, items) to every worker and waits for them; one item, or a pool of one
 // worker, runs on the caller.
-func (p *Pool) run(items int, t Task, guided bool, takeMin, takeMax int) {
+func (p *Pool) run(items int, t Task, guided, twoEnded bool, takeMin, takeMax int) {
 	if items <= 0 {
 		return
 	}
@@ -194,6 +234,8 @@ func (p *Pool) run(items int, t Task, guided bool, takeMin, takeMax int) {
 		return
 	}
 	p.task, p.items, p.guided, p.takeMin, p.takeMax = t, items, guided, takeMin, takeMax
+	p.twoEnded = twoEnded
+	p.ends.Store(uint64(items) << 32)
 	p.chunk = max(1, (items+p.n*chunksPerWorker-1)/(p.n*chunksPerWorker))
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.workers)))

@@ -42,6 +42,7 @@ func TestPoolSchedulesCoverRangeOnce(t *testing.T) {
 		ok   func(p *Pool, n, lo, hi int) bool // the take [lo, hi) of n items is within bounds
 	}{
 		{"guided", (*Pool).RunTaskGuided, func(_ *Pool, _, lo, hi int) bool { return hi-lo <= guidedMax }},
+		{"two-ended", (*Pool).RunTaskTwoEnded, func(_ *Pool, _, lo, hi int) bool { return hi-lo <= guidedMax }},
 		{"tapered", (*Pool).RunTaskTapered, func(p *Pool, n, lo, hi int) bool {
 			return hi == n || hi-lo >= max(1, n/(p.Workers()*taperParts))
 		}},
@@ -77,6 +78,29 @@ func TestPoolSchedulesCoverRangeOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPoolTwoEnded: in RunTaskTwoEnded the caller and the even workers take their items from the
+// front (each take after the ones before it), the odd workers from the back (each before the ones
+// before it).
+func TestPoolTwoEnded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		workers := rapid.IntRange(2, 5).Draw(t, "workers")
+		n := rapid.IntRange(2, 3000).Draw(t, "n")
+		p := NewPool(workers)
+		defer p.Close()
+		last := make([][2]int, workers) // each worker's previous take
+		for w := range last {
+			last[w] = [2]int{-1, -1}
+		}
+		p.RunTaskTwoEnded(n, taskOf(func(w, lo, hi int) {
+			prev := last[w]
+			if prev[0] >= 0 && (w%2 == 0 && lo < prev[1] || w%2 == 1 && hi > prev[0]) {
+				t.Errorf("worker %d took [%d, %d) after [%d, %d)", w, lo, hi, prev[0], prev[1])
+			}
+			last[w] = [2]int{lo, hi}
+		}))
+	})
 }
 
 func TestPoolWorkerIndex(t *testing.T) {
