@@ -214,14 +214,15 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, base, t int, ao []fl
 	qw, kw, rep := hq*hd, hkv*hd, hq/hkv
 	kv := s.kv[li]
 	blocks := (t + prefillQTokens - 1) / prefillQTokens
-	m.run.Run(hkv*blocks, func(lo, hi int) {
+	s.work.ready(m.run.Workers())
+	m.run.RunTask(hkv*blocks, workerTask(func(w, lo, hi int) {
 		rows := prefillQTokens * rep
-		qb := make([]float32, rows*hd) // [rows, D]: row r is position i0 + r/rep, head kvh·rep + r%rep
-		ob := make([]float32, rows*hd) // [rows, D] the rows' unnormalised outputs
-		sc := make([]float32, rows*prefillKeyBlock)
-		wd := make([]float32, prefillKeyBlock*hd) // [block, D] the block's fp16 keys, then values, widened
-		mx := make([]float32, rows)
-		sum := make([]float64, rows)
+		ws := s.work.floats(w, 2*rows*hd+rows*prefillKeyBlock+prefillKeyBlock*hd+rows)
+		qb, ws := ws[:rows*hd], ws[rows*hd:] // [rows, D]: row r is position i0 + r/rep, head kvh·rep + r%rep
+		ob, ws := ws[:rows*hd], ws[rows*hd:] // [rows, D] the rows' unnormalised outputs
+		sc, ws := ws[:rows*prefillKeyBlock], ws[rows*prefillKeyBlock:]
+		wd, mx := ws[:prefillKeyBlock*hd], ws[prefillKeyBlock*hd:] // wd: [block, D] the block's fp16 keys, then values, widened
+		sum := s.work.doubles(w, rows)
 		for u := lo; u < hi; u++ {
 			blk, kvh := u/hkv, u%hkv
 			i0, i1 := blk*prefillQTokens, min(t, (blk+1)*prefillQTokens)
@@ -259,7 +260,7 @@ func (s *Session) attendPrefill(li int, qh, gate []float32, base, t int, ao []fl
 				m.k.SigmoidMul(dst, g) // the output gate, as the decode plan applies it
 			}
 		}
-	})
+	}))
 }
 
 // attendTask runs attendUnits on a worker with that worker's scratch.

@@ -29,10 +29,10 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	aa := s.pf.take(t * d.Hv)
 	s.muls(mulJob{l.qkv, a, t, qkv, d.ConvDim()}, mulJob{l.z, a, t, z, vd}, mulJob{l.b, a, t, bb, d.Hv}, mulJob{l.a, a, t, aa, d.Hv})
 	conv := s.conv[li]
-	m.run.Run(d.ConvDim(), func(lo, hi int) {
-		tmp := make([]float32, d.K*(hi-lo))
-		convSeq(m.ops, d, l.convT, conv, qkv, t, tmp, lo, hi)
-	})
+	s.work.ready(m.run.Workers())
+	m.run.RunTask(d.ConvDim(), workerTask(func(w, lo, hi int) {
+		convSeq(m.ops, d, l.convT, conv, qkv, t, s.work.floats(w, d.K*(hi-lo)), lo, hi)
+	}))
 	g := s.pf.take(t * d.Hv)
 	beta := s.pf.take(t * d.Hv)
 	m.run.Run(t, func(lo, hi int) {

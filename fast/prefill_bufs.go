@@ -69,6 +69,7 @@ type prefillSpare struct {
 	mu    sync.Mutex
 	slots [][]float32
 	moe   expertBufs
+	work  workerBufs
 }
 
 // bytes returns the memory the spare holds.
@@ -76,5 +77,71 @@ func (p *prefillSpare) bytes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pf := prefillBufs{slots: p.slots}
-	return pf.bytes() + p.moe.bytes()
+	return pf.bytes() + p.moe.bytes() + p.work.bytes()
 }
+
+// workerBufs is each pool worker's scratch for the prefill plan's parallel loops that need some
+// (the attention's query, output and score blocks; the conv's ring of rows): one float32 and one
+// float64 buffer a worker, grown to the largest request and lent whole to whichever loop runs
+// (one at a time), so that a prefill allocates none of it per call, layer or chunk — a prompt's
+// garbage had made the runtime collect every few prompts, during them. Contents are undefined
+// when lent.
+type workerBufs struct {
+	f32    [][]float32
+	f64    [][]float64
+	poison bool // tests: each lent buffer is filled with NaN first
+}
+
+// ready makes room for workers workers' buffers. The caller of a dispatch calls it before the
+// dispatch: the workers then only touch their own buffers (floats, doubles).
+func (b *workerBufs) ready(workers int) {
+	if len(b.f32) < workers {
+		b.f32 = append(b.f32, make([][]float32, workers-len(b.f32))...)
+		b.f64 = append(b.f64, make([][]float64, workers-len(b.f64))...)
+	}
+}
+
+// floats returns worker w's float32 buffer of n elements (after ready).
+func (b *workerBufs) floats(w, n int) []float32 {
+	if cap(b.f32[w]) < n {
+		b.f32[w] = make([]float32, n)
+	}
+	x := b.f32[w][:n]
+	if b.poison {
+		for i := range x {
+			x[i] = float32(math.NaN())
+		}
+	}
+	return x
+}
+
+// doubles returns worker w's float64 buffer of n elements (after ready).
+func (b *workerBufs) doubles(w, n int) []float64 {
+	if cap(b.f64[w]) < n {
+		b.f64[w] = make([]float64, n)
+	}
+	x := b.f64[w][:n]
+	if b.poison {
+		for i := range x {
+			x[i] = math.NaN()
+		}
+	}
+	return x
+}
+
+// bytes returns the memory b holds.
+func (b *workerBufs) bytes() int {
+	n := 0
+	for _, x := range b.f32 {
+		n += 4 * cap(x)
+	}
+	for _, x := range b.f64 {
+		n += 8 * cap(x)
+	}
+	return n
+}
+
+// workerTask adapts a parallel loop that needs its worker's index (for workerBufs) to cpu.Task.
+type workerTask func(w, lo, hi int)
+
+func (f workerTask) Do(w, lo, hi int) { f(w, lo, hi) }

@@ -31,13 +31,13 @@ func tinySession(t *testing.T, n int) (*Session, []int32) {
 }
 
 // TestPrefillBuffersDirty holds the prefill plan to writing each lent buffer whole before reading
-// it: with every lent buffer filled with NaN first, two Prefill calls (the first of two chunks)
-// give bit for bit the logits of clean ones.
+// it: with every lent buffer (the activations and the workers' scratch) filled with NaN first, two
+// Prefill calls (the first of two chunks) give bit for bit the logits of clean ones.
 func TestPrefillBuffersDirty(t *testing.T) {
 	var logits [2][]float32
 	for i, poison := range []bool{false, true} {
 		s, toks := tinySession(t, prefillChunk+40)
-		s.pf.poison = poison
+		s.pf.poison, s.work.poison = poison, poison
 		ctx := context.Background()
 		if _, err := s.Prefill(ctx, toks[:prefillChunk+20], engine.StepOptions{}, nil); err != nil {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ type Session struct {
 	scr      []*deltanetScratch
 	moe      expertBufs  // moeExperts' buffers, kept across the layers and chunks of a Prefill call
 	pf       prefillBufs // the prefill plan's chunk-sized activations, kept as long
+	work     workerBufs  // the prefill plan's per-worker scratch, kept as long
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
@@ -37,7 +38,7 @@ type Session struct {
 func (m *Model) NewSession() (engine.Session, error) { return m.newSession(), nil }
 
 func (m *Model) newSession() *Session {
-	s := &Session{m: m, vecBufs: map[int][]*cpu.Vec{}, vecUsed: map[int]int{}}
+	s := &Session{m: m, vecUsed: map[int]int{}}
 	n := len(m.layers)
 	s.stateSet = m.takeState(true)
 	sb := m.sessions.take()
@@ -48,7 +49,10 @@ func (m *Model) newSession() *Session {
 			sb.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 		}
 	}
-	s.dec, s.scr = sb.dec, sb.scr
+	s.dec, s.scr, s.vecBufs = sb.dec, sb.scr, sb.vecs
+	if s.vecBufs == nil {
+		s.vecBufs = map[int][]*cpu.Vec{}
+	}
 	s.kv = make([]*kvCache, n)
 	for i, l := range m.layers {
 		if l.kind != checkpoint.LinearAttention {
@@ -138,6 +142,9 @@ func (s *Session) borrowPrefillBufs() {
 	if s.moe.yd == nil && sp.moe.yd != nil {
 		s.moe, sp.moe = sp.moe, expertBufs{}
 	}
+	if s.work.f32 == nil && sp.work.f32 != nil {
+		s.work, sp.work = sp.work, workerBufs{}
+	}
 }
 
 // returnPrefillBufs hands the buffers the prefill plan kept across the chunks of a Prefill call to
@@ -146,15 +153,15 @@ func (s *Session) borrowPrefillBufs() {
 func (s *Session) returnPrefillBufs() {
 	sp := &s.m.spare
 	sp.mu.Lock()
-	sp.slots, sp.moe = s.pf.slots, s.moe
+	sp.slots, sp.moe, sp.work = s.pf.slots, s.moe, s.work
 	sp.mu.Unlock()
 	s.pf.drop()
-	s.moe = expertBufs{}
+	s.moe, s.work = expertBufs{}, workerBufs{}
 }
 
 // prefillHeld returns the bytes of chunk-sized prefill buffers the session holds (none between
 // calls).
-func (s *Session) prefillHeld() int { return s.pf.bytes() + s.moe.bytes() }
+func (s *Session) prefillHeld() int { return s.pf.bytes() + s.moe.bytes() + s.work.bytes() }
 
 // snapshot is a session's state at one position: a copy of the recurrent state (conv and ssm) and
 // views of the KV cache's rows, shared with the session (kvShare).
@@ -225,7 +232,7 @@ func (s *Session) Restore(x engine.Snapshot) error {
 func (s *Session) Close() error {
 	s.m.giveState(s.stateSet)
 	if s.dec != nil { // not closed before
-		sb := &sessionBufs{dec: s.dec, scr: s.scr, kv: make([]*kvCache, len(s.kv))}
+		sb := &sessionBufs{dec: s.dec, scr: s.scr, vecs: s.vecBufs, kv: make([]*kvCache, len(s.kv))}
 		for i, c := range s.kv {
 			switch {
 			case c == nil:
@@ -237,6 +244,6 @@ func (s *Session) Close() error {
 		}
 		s.m.sessions.give(sb)
 	}
-	s.stateSet, s.kv, s.dec, s.scr = stateSet{}, nil, nil, nil
+	s.stateSet, s.kv, s.dec, s.scr, s.vecBufs = stateSet{}, nil, nil, nil, nil
 	return nil
 }

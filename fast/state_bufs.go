@@ -3,6 +3,8 @@ package fast
 import (
 	"sync"
 
+	"github.com/lily-engine/lily/fast/cpu"
+
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
 
@@ -97,9 +99,10 @@ func copyState(dst, src stateSet) {
 // recycled session's prefill and decode bit for bit against a fresh one's). Fresh, these cost a
 // new session the runtime's zeroing and a page fault per 4 KiB on first touch.
 type sessionBufs struct {
-	dec *decodeBufs
-	scr []*deltanetScratch
-	kv  []*kvCache // per layer: an empty cache over recycled arrays, or nil
+	dec  *decodeBufs
+	scr  []*deltanetScratch
+	vecs map[int][]*cpu.Vec // the prepared mat-vec inputs (Session.vecBufs; prepared before each use)
+	kv   []*kvCache         // per layer: an empty cache over recycled arrays, or nil
 }
 
 // sessionSpare is the model's one spare sessionBufs (the last closed session's).
