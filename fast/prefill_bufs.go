@@ -31,12 +31,17 @@ func (p *prefillBufs) take(n int) []float32 {
 	p.n++
 	b = b[:n]
 	if p.poison {
-		nan := float32(math.NaN())
-		for i := range b {
-			b[i] = nan
-		}
+		fillNaN(b)
 	}
 	return b
+}
+
+// fillNaN sets every element of x to NaN (the buffers' poison in tests).
+func fillNaN[T float32 | float64](x []T) {
+	nan := T(math.NaN())
+	for i := range x {
+		x[i] = nan
+	}
 }
 
 // mark returns the stack's height, for release.
@@ -108,9 +113,7 @@ func (b *workerBufs) floats(w, n int) []float32 {
 	}
 	x := b.f32[w][:n]
 	if b.poison {
-		for i := range x {
-			x[i] = float32(math.NaN())
-		}
+		fillNaN(x)
 	}
 	return x
 }
@@ -122,9 +125,7 @@ func (b *workerBufs) doubles(w, n int) []float64 {
 	}
 	x := b.f64[w][:n]
 	if b.poison {
-		for i := range x {
-			x[i] = math.NaN()
-		}
+		fillNaN(x)
 	}
 	return x
 }

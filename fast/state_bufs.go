@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/lily-engine/lily/fast/cpu"
-
 	"github.com/lily-engine/lily/internal/checkpoint"
 )
 

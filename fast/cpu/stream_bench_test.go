@@ -77,7 +77,7 @@ func streamLong(k *Kernels, w []byte, sb []uint16) (func(), int64) {
 	v := k.NewVec(in)
 	v.Prepare(randVec(newRand(7), in))
 	ys := [][]float32{make([]float32, rows), make([]float32, rows)}
-	t := taskFunc(func(wk, lo, hi int) {
+	t := taskOf(func(wk, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			k.f.qmv4(ys[wk], ms[i], v, 0, rows)
 		}
@@ -115,7 +115,7 @@ func streamExperts(k *Kernels, w []byte, sb []uint16) (func(), int64) {
 		ws[i].x.Prepare(randVec(newRand(uint64(9+i)), hs))
 		ws[i].h.Prepare(randVec(newRand(uint64(19+i)), is))
 	}
-	t := taskFunc(func(wk, lo, hi int) {
+	t := taskOf(func(wk, lo, hi int) {
 		x := &ws[wk]
 		for _, e := range es[lo:hi] {
 			k.f.qmv4(x.g, e.gate, x.x, 0, is)
@@ -128,8 +128,3 @@ func streamExperts(k *Kernels, w []byte, sb []uint16) (func(), int64) {
 
 // streamBytes is what a 4-bit [out, in] mat-vec reads: packed weights, bf16 scales and biases.
 func streamBytes(out, in int) int64 { return int64(out*in/2 + 2*2*out*in/GroupSize) }
-
-// taskFunc adapts a function of the worker and the item range to Task.
-type taskFunc func(w, lo, hi int)
-
-func (f taskFunc) Do(w, lo, hi int) { f(w, lo, hi) }
