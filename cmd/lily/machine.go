@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
 	"time"
 
 	"github.com/lily-engine/lily/fast/cpu"
@@ -17,12 +16,12 @@ type machine struct {
 // measureMachine measures this machine in the same run as the benchmark, on a pool of all cores.
 // lily bench measures it before and after the backends run and keeps the better figures. The
 // bandwidth buffer (twice the last-level cache, about 1 GB here) goes back to the OS at once: held
-// by the heap, it would push the checkpoint's pages out of a page cache that only just holds them.
+// by the heap, it would push the checkpoint's pages out of a page cache that only just holds them
+// (cpu.MeasureReadBandwidth maps it, in huge pages as the weights are, and unmaps it).
 func measureMachine() machine {
 	p := cpu.NewPool(0)
 	defer p.Close()
 	bw := cpu.MeasureReadBandwidth(p)
-	debug.FreeOSMemory()
 	return machine{memReadGBs: bw, peakGFLOPs: cpu.MeasurePeakFLOPs(cpu.New(p), 300*time.Millisecond)}
 }
 

@@ -1,18 +1,14 @@
 package main
 
-import (
-	"syscall"
-	"unsafe"
-
-	"github.com/lily-engine/lily/fast/cpu"
-)
+import "github.com/lily-engine/lily/fast/cpu"
 
 // readMeter measures the streaming-read bandwidth during a benchmark, as often as it is asked:
 // right before and right after each decode (bench.Options.Bandwidth), so that the decode is judged
 // against the bandwidth of the moment it ran on a host whose neighbours move it within minutes.
-// Each measurement maps a fresh buffer of cpu.BandwidthBytes, fills it, reads it (cpu.ReadBandwidth)
-// and unmaps it again: between measurements the buffer holds no memory, so neither the page cache
-// that holds the checkpoint nor the resident figure of the run sees it.
+// Each measurement maps a fresh buffer of cpu.BandwidthBytes (cpu.NewReadBuffer: in huge pages, as
+// the weights are), fills it, reads it (cpu.ReadBandwidth) and unmaps it again: between measurements
+// the buffer holds no memory, so neither the page cache that holds the checkpoint nor the resident
+// figure of the run sees it.
 type readMeter struct {
 	p      *cpu.Pool
 	passes int
@@ -22,13 +18,11 @@ func newReadMeter() *readMeter { return &readMeter{p: cpu.NewPool(0), passes: 3}
 
 // measure returns the bandwidth in GB/s, or 0 when the buffer cannot be mapped.
 func (m *readMeter) measure() float64 {
-	n := cpu.BandwidthBytes() / 8 * 8
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	words, free, err := cpu.NewReadBuffer(cpu.BandwidthBytes())
 	if err != nil {
 		return 0
 	}
-	defer syscall.Munmap(b)
-	words := unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n/8)
+	defer free()
 	cpu.FillBandwidthBuffer(words)
 	return cpu.ReadBandwidth(m.p, words, m.passes)
 }

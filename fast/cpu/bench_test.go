@@ -22,7 +22,11 @@ var benchArena = sync.OnceValue(func() (a struct {
 	sb []uint16
 }) {
 	r := rand.New(rand.NewPCG(1, 1))
-	a.w = make([]byte, benchColdBytes)
+	w, _, err := mapReadBytes(benchColdBytes) // in huge pages, as the checkpoint's weights are mapped
+	if err != nil {
+		panic(err)
+	}
+	a.w = w
 	for i := 0; i < len(a.w); i += 8 {
 		u := r.Uint64()
 		for j := range 8 {
@@ -38,7 +42,10 @@ var benchArena = sync.OnceValue(func() (a struct {
 
 // bwBuffer is the buffer the paired bandwidth passes read (as MeasureReadBandwidth's).
 var bwBuffer = sync.OnceValue(func() []uint64 {
-	buf := make([]uint64, bandwidthBytes()/8)
+	buf, _, err := NewReadBuffer(bandwidthBytes())
+	if err != nil {
+		panic(err)
+	}
 	FillBandwidthBuffer(buf)
 	return buf
 })

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/lily-engine/lily/internal/safetensors"
 )
@@ -48,12 +49,29 @@ func largestCache(dir string) int {
 
 // MeasureReadBandwidth returns the streaming-read bandwidth in GB/s (1e9 bytes/s) that p's workers
 // reach together on a buffer at least twice the last-level cache (bandwidthBytes): the best of
-// several passes, each summing every byte (workers take contiguous 1 MiB chunks). It allocates and
-// fills the buffer (≈0.2 s per 256 MiB) and is meant for the bench command, once per run.
+// several passes, each summing every byte (workers take contiguous 1 MiB chunks); 0 when the buffer
+// cannot be mapped. It maps and fills the buffer (NewReadBuffer; ≈0.2 s per 256 MiB), unmaps it
+// before it returns, and is meant for the bench command, once per run.
 func MeasureReadBandwidth(p *Pool) float64 {
-	buf := make([]uint64, bandwidthBytes()/8)
+	buf, free, err := NewReadBuffer(bandwidthBytes())
+	if err != nil {
+		return 0
+	}
+	defer free()
 	FillBandwidthBuffer(buf)
 	return readBandwidthBest(p, New(p).f, buf, 5)
+}
+
+// NewReadBuffer returns a streaming-read buffer of bytes/8 words mapped as the checkpoint's weights
+// are, in huge pages where the system has them (mapReadBytes), and the function that releases it;
+// the buffer must not be used after free. A caller that measures again and again maps one of
+// BandwidthBytes.
+func NewReadBuffer(bytes int) (buf []uint64, free func(), err error) {
+	b, free, err := mapReadBytes(bytes / 8 * 8)
+	if err != nil {
+		return nil, nil, err
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8), free, nil
 }
 
 // FillBandwidthBuffer writes every word of a streaming-read buffer: pages never written read as
