@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,13 @@ type serveOptions struct {
 	allowHosts, cors []string
 	keepAlive        time.Duration
 	name             string
+	warmUp           bool
 }
+
+// serveWarmUpTokens is the prompt length of serve's warm-up: long enough to take the prefill's
+// multi-token paths (the integer GEMM tiles, experts with several tokens), short enough to cost
+// a fraction of a second on the full model.
+const serveWarmUpTokens = 32
 
 func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("lily serve", pflag.ContinueOnError)
@@ -45,6 +52,7 @@ func serveFlags(o *serveOptions, stderr io.Writer) *pflag.FlagSet {
 	fs.StringArrayVar(&o.allowHosts, "allow-host", nil, "extra Host-header name to accept when bound to loopback (repeatable)")
 	fs.StringArrayVar(&o.cors, "cors-origin", nil, "extra CORS origin to allow besides localhost ones, or * (repeatable)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", 5*time.Second, "SSE keep-alive comment interval during long prefills")
+	fs.BoolVar(&o.warmUp, "warmup", true, fmt.Sprintf("before listening, run a %d-token prompt and a decode step once, uncounted, so that the first request does not pay the first-touch costs (fast backend; --warmup=false: listen at once)", serveWarmUpTokens))
 	fs.StringVar(&o.name, "served-model-name", "Qwen3.6-35B-A3B", "model id reported by /v1/models and accepted in requests")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: lily serve "+modelUsage("fast|ref")+" [--host H] [--port P] [flags]\n\n"+
@@ -123,6 +131,15 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 			_ = srv.Close()
 		}
 	}()
+	if o.warmUp && o.spec.name != "ref" { // the oracle would spend minutes on it at the real size
+		start := time.Now()
+		n, err := srv.WarmUp(context.Background(), serveWarmUpTokens)
+		if err != nil {
+			fmt.Fprintf(stderr, "lily serve: %v\n", err)
+			return 1
+		}
+		logger.Info("warmed up", "prompt_tokens", n, "duration", time.Since(start).Round(time.Millisecond))
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
 	if err != nil {
 		fmt.Fprintf(stderr, "lily serve: %v\n", err)

@@ -18,7 +18,7 @@ func TestServeFlags(t *testing.T) {
 		t.Fatalf("--help: %d %q", code, errs)
 	}
 	for _, f := range []string{"--model", "--backend", "--host", "--port", "--ctx-size", "--api-key", "--queue",
-		"--max-body", "--allow-host", "--cors-origin"} {
+		"--max-body", "--allow-host", "--cors-origin", "--warmup"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("--help lacks %s", f)
 		}

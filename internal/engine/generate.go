@@ -382,3 +382,36 @@ func (e *Engine) prefill(ctx context.Context, r *Request, res *Result, opt StepO
 	}
 	return e.sess.Prefill(ctx, p[start:], opt, offset(start))
 }
+
+// WarmUp runs one short greedy generation — a prompt of tokens ids (fewer where the window is
+// shorter) and two new tokens — through the path a request takes (a new session, the prefill with
+// its snapshot, a decode step), then forgets it: the snapshot is released and the session closed,
+// so the next request finds no cache and no state of it. What it leaves is what a first request
+// would otherwise pay for: the backend's buffers allocated and touched, the mapped weights the
+// steps read faulted in. It returns the prompt length it ran (0: the window holds none).
+func (e *Engine) WarmUp(ctx context.Context, tokens int) (int, error) {
+	n := min(tokens, e.window-2)
+	if n < 1 {
+		return 0, nil
+	}
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(i % e.b.VocabSize())
+	}
+	r := &Request{Prompt: prompt, MaxTokens: 2}
+	if err := e.Check(r, 1); err != nil {
+		return 0, fmt.Errorf("warm-up: %w", err)
+	}
+	_, err := e.Generate(ctx, r, nil)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dropCache()
+	if e.sess != nil {
+		err = errors.Join(err, e.sess.Close())
+		e.sess = nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("warm-up with a %d-token prompt: %w", n, err)
+	}
+	return n, nil
+}

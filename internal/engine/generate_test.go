@@ -142,6 +142,51 @@ func TestPrefixCache(t *testing.T) {
 	}
 }
 
+// TestWarmUp checks that a warm-up runs what a request runs (a prefill of the asked length, a
+// snapshot, a decode step), shortens to the window, and leaves nothing behind: every snapshot
+// released, and a request with the warm-up's own prompt finds no cache.
+func TestWarmUp(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend()
+	e := engine.New(b)
+	n, err := e.WarmUp(ctx, 32)
+	if err != nil || n != 32 {
+		t.Fatalf("WarmUp: %d, %v", n, err)
+	}
+	if p, d := b.PrefilledTokens.Load(), b.Decodes.Load(); p != 32 || d != 1 {
+		t.Fatalf("warm-up prefilled %d tokens and decoded %d, want 32 and 1", p, d)
+	}
+	if s, r := b.Snapshots.Load(), b.Released.Load(); s == 0 || r != s {
+		t.Fatalf("warm-up took %d snapshots and released %d, want some, all released", s, r)
+	}
+	prompt := make([]int32, 33)
+	for i := range prompt {
+		prompt[i] = int32(i % vocab) // the warm-up's prompt, and one more token
+	}
+	res, _ := collect(t, e, &engine.Request{Prompt: prompt, MaxTokens: 2})
+	if res.CachedTokens != 0 || !slices.Equal(res.Tokens, expectGreedy(b, prompt, 2)) {
+		t.Fatalf("request after the warm-up: cached %d, tokens %v", res.CachedTokens, res.Tokens)
+	}
+
+	short := &enginetest.Backend{Vocab: vocab, Context: 10, MinID: 2}
+	if n, err := engine.New(short).WarmUp(ctx, 32); err != nil || n != 8 || short.PrefilledTokens.Load() != 8 {
+		t.Fatalf("window 10: ran %d tokens (%v), prefilled %d; want 8", n, err, short.PrefilledTokens.Load())
+	}
+	tiny := &enginetest.Backend{Vocab: vocab, Context: 2, MinID: 2}
+	if n, err := engine.New(tiny).WarmUp(ctx, 32); err != nil || n != 0 || tiny.PrefillCalls.Load() != 0 {
+		t.Fatalf("window 2: ran %d tokens (%v), %d prefills; want none", n, err, tiny.PrefillCalls.Load())
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	c := newBackend()
+	if _, err := engine.New(c).WarmUp(cancelled, 32); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled warm-up: %v", err)
+	}
+	if s, r := c.Snapshots.Load(), c.Released.Load(); r != s {
+		t.Fatalf("cancelled warm-up holds %d of %d snapshots", s-r, s)
+	}
+}
+
 func TestNoSnapshotBackend(t *testing.T) {
 	b := newBackend()
 	b.NoSnapshot = true

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"log/slog"
@@ -176,6 +177,13 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 
 // Close releases the engine's state.
 func (s *Server) Close() error { return s.eng.Close() }
+
+// WarmUp runs a short generation of a tokens-long prompt through the engine before the server takes
+// requests (engine.Engine.WarmUp: it leaves no cache or session behind), so that the first request
+// does not pay the backend's first-touch costs. It returns the prompt length it ran.
+func (s *Server) WarmUp(ctx context.Context, tokens int) (int, error) {
+	return s.eng.WarmUp(ctx, tokens)
+}
 
 // route dispatches on path and method; handlers return errors for writeError.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
