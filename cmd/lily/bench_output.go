@@ -48,9 +48,9 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	fmt.Fprintf(w, "backend %s · %.2f GB read per decoded token · %.1f GFLOP per prompt token\n",
 		rep.Backend, float64(rep.BytesPerToken)/1e9, rep.FlopsPerToken/1e9)
 	fmt.Fprintf(w, "machine: streaming read %.1f GB/s (the best read before, around and after the runs) · kernel peak %.1f GFLOP/s (the better of before and after)\n", rep.MemReadGBs, rep.PeakGFLOPs)
-	warm := "no warm-up (the first length pays first-touch costs)"
+	warm := "no warm-up (each length's first run pays first-touch costs)"
 	if rep.WarmUp {
-		warm = "after a warm-up (one uncounted run of the shortest length)"
+		warm = "after a warm-up (one uncounted run of each length before its repetitions, as llama-bench)"
 	}
 	fmt.Fprintf(w, "measured %s; %d repetition(s) per length, rates are their mean\n", warm, max(rep.Repetitions, 1))
 	fmt.Fprintf(w, "%10s %14s %14s %16s %18s\n", "prompt", "prefill tok/s", "decode tok/s", "decode traffic", "resident−weights")

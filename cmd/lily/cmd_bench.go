@@ -30,7 +30,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	lengths := fs.String("prompt-lengths", joinInts(bench.DefaultPromptLengths), "comma-separated prompt lengths")
 	decode := fs.Int("decode-tokens", 16, "tokens decoded after each prompt")
 	repetitions := fs.Int("repetitions", 1, "measurements of each prompt length (the report gives their mean and standard deviation)")
-	warmUp := fs.Bool("warmup", true, "run the shortest prompt length once, uncounted, before measuring (--warmup=false: measure from a cold start)")
+	warmUp := fs.Bool("warmup", true, "run each prompt length once, uncounted, before measuring it, as llama-bench does (--warmup=false: measure from a cold start)")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	profPath := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")

@@ -1,6 +1,6 @@
-// Package bench measures a backend at batch 1 by the published protocol: after a warm-up run that is
-// not counted, for each prompt length, prefill a prompt of that many tokens, then decode a fixed
-// number of tokens, repeated a given number of times, and report tokens per second of each phase
+// Package bench measures a backend at batch 1 by the published protocol: for each prompt length,
+// after a warm-up run of that length that is not counted, prefill a prompt of that many tokens, then
+// decode a fixed number of tokens, repeated a given number of times, and report tokens per second of each phase
 // (mean and standard deviation over the repetitions), also under llama-bench's test names. The roofline fractions relate those rates to the machine's measured
 // streaming-read bandwidth (decode) and compute peak (prefill).
 package bench
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -69,11 +68,12 @@ type Options struct {
 	Seed          uint64
 	// Repetitions is how many times each length is measured (0 means 1).
 	Repetitions int
-	// WarmUp runs the shortest length once before measuring and discards it: the first prefill
-	// and decode of a process pay first-touch costs (page faults on the mapped weights and on new
-	// buffers, the workers' first wake-ups) that are not the steady state.
+	// WarmUp runs each length once before measuring it and discards the run, as llama-bench
+	// does: the first prefill and decode of a process pay first-touch costs (page faults on the
+	// mapped weights and on new buffers, the workers' first wake-ups), and so does the first prompt
+	// of a length longer than any before (its larger buffers), none of which is the steady state.
 	WarmUp bool
-	// WarmedUp, when set, is called after the warm-up run.
+	// WarmedUp, when set, is called after each warm-up run.
 	WarmedUp func(promptTokens int)
 	// Progress, when set, is called before each length is measured.
 	Progress func(promptTokens int)
@@ -103,17 +103,16 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x6c696c79))
-	if opt.WarmUp && len(fit) > 0 {
-		n := slices.Min(fit)
-		if _, err := one(ctx, b, n, opt.DecodeTokens, rng, nil, nil); err != nil {
-			return nil, fmt.Errorf("bench: warm-up with a %d-token prompt: %w", n, err)
-		}
-		if opt.WarmedUp != nil {
-			opt.WarmedUp(n)
-		}
-	}
 	var out []Result
 	for _, n := range fit {
+		if opt.WarmUp {
+			if _, err := one(ctx, b, n, opt.DecodeTokens, rng, nil, nil); err != nil {
+				return out, fmt.Errorf("bench: warm-up with a %d-token prompt: %w", n, err)
+			}
+			if opt.WarmedUp != nil {
+				opt.WarmedUp(n)
+			}
+		}
 		if opt.Progress != nil {
 			opt.Progress(n)
 		}
@@ -234,7 +233,7 @@ type Report struct {
 	DecodeOfReadFrac   float64  `json:"decode_of_read_frac,omitempty"` // shortest prompt's decode vs the read measured around it
 	DeviceCopyGBs      float64  `json:"device_copy_gbs,omitempty"`     // GPU: measured blit-copy bandwidth
 	WeightsBytes       int64    `json:"weights_bytes,omitempty"`       // the mapped checkpoint tensors
-	WarmUp             bool     `json:"warmup"`                        // an uncounted run preceded the measurements
+	WarmUp             bool     `json:"warmup"`                        // an uncounted run of each length preceded its measurements
 	Repetitions        int      `json:"repetitions"`                   // measurements per prompt length
 	// Kernels are a GPU backend's decode step kernel by kernel: measured (one command buffer per
 	// dispatch) against the performance model.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -128,8 +129,9 @@ func (c *countingBackend) NewSession() (engine.Session, error) {
 	return s, nil
 }
 
-// TestRunWarmsUpAndRepeats checks the protocol: one uncounted warm-up at the shortest length that
-// fits, then Repetitions runs of every length, merged into one result each with llama-bench names.
+// TestRunWarmsUpAndRepeats checks the protocol: for every length that fits, in the order given, one
+// uncounted warm-up run of that length, then Repetitions runs, merged into one result each with
+// llama-bench names.
 func TestRunWarmsUpAndRepeats(t *testing.T) {
 	b := &countingBackend{fake: fake{ctx: 600}}
 	var warmed []int
@@ -138,14 +140,16 @@ func TestRunWarmsUpAndRepeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warmed) != 1 || warmed[0] != 256 {
-		t.Fatalf("warm-up at %v, want once at 256", warmed)
+	if !slices.Equal(warmed, []int{512, 256}) {
+		t.Fatalf("warm-ups at %v, want one at 512 then one at 256", warmed)
 	}
-	if len(b.sessions) != 1+2*3 {
-		t.Fatalf("%d sessions, want 1 warm-up + 2 lengths × 3 repetitions", len(b.sessions))
+	if len(b.sessions) != 2*(1+3) {
+		t.Fatalf("%d sessions, want 2 lengths × (1 warm-up + 3 repetitions)", len(b.sessions))
 	}
-	if s := b.sessions[0]; s.n != 256+8 {
-		t.Fatalf("warm-up session ran %d tokens, want 264", s.n)
+	for i, want := range []int{512, 512, 512, 512, 256, 256, 256, 256} {
+		if s := b.sessions[i]; s.n != want+8 {
+			t.Fatalf("session %d ran %d tokens, want %d (each length's warm-up first)", i, s.n, want+8)
+		}
 	}
 	if len(rs) != 2 || rs[0].PromptTokens != 512 || rs[1].PromptTokens != 256 {
 		t.Fatalf("results %+v", rs)
@@ -193,7 +197,7 @@ func TestRunMeasuresBandwidthAroundDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if calls != 8 {
-		t.Fatalf("Bandwidth called %d times for 2 lengths × 2 repetitions (and a warm-up), want 8", calls)
+		t.Fatalf("Bandwidth called %d times for 2 lengths × 2 repetitions (and their warm-ups), want 8", calls)
 	}
 	mean, sd := meanSD(reads[:4])
 	if rs[0].DecodeReadGBs != mean || rs[0].DecodeReadSD != sd {
