@@ -15,9 +15,9 @@ type machine struct {
 
 // measureMachine measures this machine in the same run as the benchmark, on a pool of all cores.
 // lily bench measures it before and after the backends run and keeps the better figures. The
-// bandwidth buffer (twice the last-level cache, about 1 GB here) goes back to the OS at once: held
-// by the heap, it would push the checkpoint's pages out of a page cache that only just holds them
-// (cpu.MeasureReadBandwidth maps it, in huge pages as the weights are, and unmaps it).
+// bandwidth buffer (at least 256 MiB and twice the last-level cache) is mapped for the measurement,
+// in huge pages as the weights are, and unmapped after it (cpu.MeasureReadBandwidth): held between
+// measurements, it would push the checkpoint's pages out of a page cache that only just holds them.
 func measureMachine() machine {
 	p := cpu.NewPool(0)
 	defer p.Close()

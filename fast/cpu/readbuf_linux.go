@@ -16,9 +16,9 @@ const hugePageBytes = 2 << 20
 
 // mapReadBytes maps n bytes of anonymous memory aligned to a huge page and advised MADV_HUGEPAGE,
 // as the checkpoint's weights are (internal/safetensors maps them so, and the page cache holds them
-// in 2 MB folios): a streaming read through 4 KB pages runs up to a tenth slower on the Zen 4 host
-// while its bandwidth is high (BenchmarkReadBandwidthPages), and a roofline read from them would
-// understate what the weights can be read at. Where the kernel has no transparent huge pages the
+// in 2 MB folios): a streaming read through 4 KB pages ran 1.15–1.6× slower on the Zen 4 host
+// (BenchmarkReadBandwidthPages), and a roofline read from them would understate what the weights
+// can be read at. Where the kernel has no transparent huge pages the
 // advice fails and the mapping stays in small pages. free unmaps it.
 func mapReadBytes(n int) (b []byte, free func(), err error) {
 	if n <= 0 {

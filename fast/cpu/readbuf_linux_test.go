@@ -76,7 +76,8 @@ func anonHugeBytes(addr uintptr) (int64, error) {
 }
 
 // BenchmarkReadBandwidthPages asks whether the roofline's read depends on the pages it reads: each
-// round reads a heap buffer (small pages: the Go heap is not advised MADV_HUGEPAGE) and then a
+// round reads a heap buffer (small pages where THP is madvise-only, as on the development VM: the
+// Go heap is not advised MADV_HUGEPAGE) and then a
 // NewReadBuffer one (huge pages, as the checkpoint's weights are mapped), and the benchmark reports
 // the median ratio huge/small of the rounds with each one's median GB/s.
 func BenchmarkReadBandwidthPages(b *testing.B) {
