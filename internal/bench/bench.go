@@ -1,8 +1,9 @@
 // Package bench measures a backend at batch 1 by the published protocol: for each prompt length,
 // after a warm-up run of that length that is not counted, prefill a prompt of that many tokens, then
-// decode a fixed number of tokens, repeated a given number of times, and report tokens per second of each phase
-// (mean and standard deviation over the repetitions), also under llama-bench's test names. The roofline fractions relate those rates to the machine's measured
-// streaming-read bandwidth (decode) and compute peak (prefill).
+// decode a fixed number of tokens, repeated a given number of times, and report tokens per second
+// of each phase (mean and standard deviation over the repetitions), also under llama-bench's test
+// names. The roofline fractions relate those rates to the machine's measured streaming-read
+// bandwidth (decode) and compute peak (prefill).
 package bench
 
 import (
