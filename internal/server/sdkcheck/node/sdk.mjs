@@ -53,7 +53,8 @@ const parsed = await openai.chat.completions.parse({
   response_format: { type: "json_schema", json_schema: { name: "thing", schema, strict: true } },
 });
 const p = parsed.choices[0].message.parsed;
-check("chat parse", Number.isInteger(p?.n) && typeof p.word === "string" && p.word.length <= 6, parsed.choices[0].message);
+// maxLength counts characters (code points, JSON Schema); a JS string's length counts UTF-16 units.
+check("chat parse", Number.isInteger(p?.n) && typeof p.word === "string" && [...p.word].length <= 6, parsed.choices[0].message);
 
 // Responses, streamed and not, and its parse helper.
 const resp = await openai.responses.create({ model, input: "hi", instructions: "Be brief." });
