@@ -107,24 +107,18 @@ func (b *workerBufs) ready(workers int) {
 }
 
 // floats returns worker w's float32 buffer of n elements (after ready).
-func (b *workerBufs) floats(w, n int) []float32 {
-	if cap(b.f32[w]) < n {
-		b.f32[w] = make([]float32, n)
-	}
-	x := b.f32[w][:n]
-	if b.poison {
-		fillNaN(x)
-	}
-	return x
-}
+func (b *workerBufs) floats(w, n int) []float32 { return workerSlice(b.f32, w, n, b.poison) }
 
 // doubles returns worker w's float64 buffer of n elements (after ready).
-func (b *workerBufs) doubles(w, n int) []float64 {
-	if cap(b.f64[w]) < n {
-		b.f64[w] = make([]float64, n)
+func (b *workerBufs) doubles(w, n int) []float64 { return workerSlice(b.f64, w, n, b.poison) }
+
+// workerSlice returns n elements of bufs[w], grown when it holds fewer, NaN-filled when poison.
+func workerSlice[T float32 | float64](bufs [][]T, w, n int, poison bool) []T {
+	if cap(bufs[w]) < n {
+		bufs[w] = make([]T, n)
 	}
-	x := b.f64[w][:n]
-	if b.poison {
+	x := bufs[w][:n]
+	if poison {
 		fillNaN(x)
 	}
 	return x
