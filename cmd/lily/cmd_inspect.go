@@ -94,6 +94,8 @@ func writeInspectTable(w io.Writer, r inspectReport) {
 		{"params_active", fmt.Sprintf("%d (%s per token)", s.ParamsActive, humanCount(s.ParamsActive))},
 		{"bytes_total", fmt.Sprintf("%d (%.2f GiB)", s.BytesTotal, float64(s.BytesTotal)/(1<<30))},
 		{"decode_bytes", fmt.Sprintf("%d per token (%.2f GiB)", s.DecodeBytesPerToken, float64(s.DecodeBytesPerToken)/(1<<30))},
+		{"decode_parts", fmt.Sprintf("deltanet %d, attention %d, moe %d, lm_head %d (the matrices of decode_bytes by part)",
+			s.DecodeParts.DeltaNet, s.DecodeParts.Attention, s.DecodeParts.MoE, s.DecodeParts.LMHead)},
 		{"state_bytes", fmt.Sprintf("%d per token (float32 DeltaNet state, read and written)", s.StateBytesPerToken)},
 		{"kv_bytes", fmt.Sprintf("%d per cached position (float32 K and V, read each step; fast holds fp16: half)", s.KVBytesPerPosition)},
 	}

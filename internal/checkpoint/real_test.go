@@ -61,6 +61,24 @@ func TestRealCheckpointFigures(t *testing.T) {
 	eq(t, mlx.StateBytesPerToken, int64(30*2*4*(32*128*128+8192*3)))
 	eq(t, mlx.KVBytesPerPosition, int64(10*2*4*2*256))
 	eq(t, hf.StateBytesPerToken, mlx.StateBytesPerToken)
+	// By part, from the shapes: a 4-bit [out, in] matrix stores out·(in/2 + 2·2·in/64) bytes, an
+	// 8-bit one (the router and the shared expert's gate) out·(in + 2·2·in/64). lm_head [248320,
+	// 2048]; per DeltaNet layer qkv [8192, 2048], z [4096, 2048], b and a [32, 2048], out [2048,
+	// 4096]; per attention layer q [8192, 2048], k and v [512, 2048], o [2048, 4096]; per MoE the
+	// router [256, 2048], the shared expert gate [1, 2048], the shared expert and 8 routed ones.
+	q4 := func(out, in int64) int64 { return out * (in/2 + 4*in/64) }
+	q8 := func(out, in int64) int64 { return out * (in + 4*in/64) }
+	eq(t, mlx.DecodeParts, DecodeParts{
+		DeltaNet:  30 * (q4(8192, 2048) + q4(4096, 2048) + 2*q4(32, 2048) + q4(2048, 4096)),
+		Attention: 10 * (q4(8192, 2048) + 2*q4(512, 2048) + q4(2048, 4096)),
+		MoE:       40 * (q8(256, 2048) + q8(1, 2048) + 9*expertBytes),
+		LMHead:    q4(248320, 2048),
+	})
+	eq(t, q4(248320, 2048), int64(286_064_640))
+	parts := mlx.DecodeParts.DeltaNet + mlx.DecodeParts.Attention + mlx.DecodeParts.MoE + mlx.DecodeParts.LMHead
+	if rest := mlx.DecodeBytesPerToken - parts; rest < 0 || rest > 4<<20 {
+		t.Fatalf("decode bytes outside the parts' matrices: %d, want the vectors and an embedding row (under 4 MiB)", rest)
+	}
 	t.Logf("mlx: params_total %d, params_active %d, bytes_total %d, decode_bytes_per_token %d",
 		mlx.ParamsTotal, mlx.ParamsActive, mlx.BytesTotal, mlx.DecodeBytesPerToken)
 	t.Logf("hf: bytes_total %d, decode_bytes_per_token %d", hf.BytesTotal, hf.DecodeBytesPerToken)

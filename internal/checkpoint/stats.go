@@ -31,6 +31,7 @@ type Stats struct {
 	DecodeBytesPerToken int64       `json:"decode_bytes_per_token"`
 	StateBytesPerToken  int64       `json:"state_bytes_per_token"`
 	KVBytesPerPosition  int64       `json:"kv_bytes_per_position"`
+	DecodeParts         DecodeParts `json:"decode_parts"`
 	Layers              int         `json:"layers"`
 	LinearAttention     int         `json:"linear_attention_layers"`
 	FullAttention       int         `json:"full_attention_layers"`
@@ -38,6 +39,16 @@ type Stats struct {
 	ExpertsPerToken     int         `json:"experts_per_token"`
 	HiddenSize          int         `json:"hidden_size"`
 	VocabSize           int         `json:"vocab_size"`
+}
+
+// DecodeParts splits the matrices of DecodeBytesPerToken by the part of a decode step that reads
+// them; the rest of DecodeBytesPerToken is vectors (norms, conv taps, gates' constants) and the
+// embedding row.
+type DecodeParts struct {
+	DeltaNet  int64 `json:"deltanet"`  // every Gated DeltaNet mixer's projections
+	Attention int64 `json:"attention"` // every attention mixer's projections
+	MoE       int64 `json:"moe"`       // every layer's router, shared expert and top-k routed experts
+	LMHead    int64 `json:"lm_head"`
 }
 
 // QuantStats is the config's quantization block in brief.
@@ -111,6 +122,7 @@ func computeStats(w *Weights, l *loader) Stats {
 		routedParams += paramsOf(&m.Gate, &m.Up, &m.Down)
 	}
 	s.ParamsTotal += routedParams
+	s.DecodeParts = decodeParts(w)
 
 	E, k := int64(c.NumExperts), int64(c.NumExpertsPerTok)
 	s.ParamsActive = s.ParamsTotal - routedParams + routedParams/E*k
@@ -127,6 +139,36 @@ func computeStats(w *Weights, l *loader) Stats {
 		s.DecodeBytesPerToken += embedBytes / int64(c.VocabSize)
 	}
 	return s
+}
+
+// decodeParts sums the matrices one decode step reads by part: each layer's mixer, its MoE with
+// k of the E routed experts, and lm_head.
+func decodeParts(w *Weights) DecodeParts {
+	var p DecodeParts
+	c := w.Config
+	for i := range w.Layers {
+		ly := &w.Layers[i]
+		if g := ly.DeltaNet; g != nil {
+			p.DeltaNet += bytesOf(&g.QKV, &g.Z, &g.B, &g.A, &g.Out)
+		}
+		if a := ly.Attn; a != nil {
+			p.Attention += bytesOf(&a.Q, &a.K, &a.V, &a.O)
+		}
+		m := &ly.MoE
+		p.MoE += bytesOf(&m.Router, &m.SharedGate, &m.SharedUp, &m.SharedDown, &m.SharedEG) +
+			bytesOf(&m.Gate, &m.Up, &m.Down)/int64(c.NumExperts)*int64(c.NumExpertsPerTok)
+	}
+	p.LMHead = bytesOf(&w.LMHead)
+	return p
+}
+
+// bytesOf sums the stored bytes of matrices (Matrix.storedBytes).
+func bytesOf(ms ...*Matrix) int64 {
+	var n int64
+	for _, m := range ms {
+		n += m.storedBytes()
+	}
+	return n
 }
 
 // paramsOf sums the logical parameter counts of matrices.
