@@ -94,6 +94,32 @@ func printReport(w io.Writer, rep bench.Report, gpuPeak float64) {
 	}
 	printLlamaBench(w, rep)
 	printKernels(w, rep.Kernels)
+	printPhases(w, rep)
+}
+
+// printPhases prints a --phases profile: each phase's time per decode step and share of the step,
+// and where its traffic is known (weights, plus the DeltaNet state and the KV cache read), the
+// rate it streamed at against the read measured around the profile.
+func printPhases(w io.Writer, rep bench.Report) {
+	if len(rep.Phases) == 0 {
+		return
+	}
+	read := "unknown"
+	if rep.PhasesReadGBs > 0 {
+		read = fmt.Sprintf("%.1f GB/s", rep.PhasesReadGBs)
+	}
+	fmt.Fprintf(w, "decode step by phase (%s, a timing observer attached; streaming read %s around it)\n", rep.PhasesTest, read)
+	fmt.Fprintf(w, "%12s %10s %7s %10s %8s %8s\n", "phase", "ms/token", "share", "MB/token", "GB/s", "of read")
+	for _, p := range rep.Phases {
+		fmt.Fprintf(w, "%12s %10.3f %6.1f%%", p.Phase, p.MsPerStep, 100*p.Share)
+		if p.Bytes > 0 {
+			fmt.Fprintf(w, " %10.1f %8.1f", float64(p.Bytes)/1e6, p.GBs)
+			if p.OfRead > 0 {
+				fmt.Fprintf(w, " %7.1f%%", 100*p.OfRead)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // printLlamaBench prints the results under llama-bench's test names (pp<prompt>, tg<n>@d<depth>),

@@ -19,6 +19,7 @@ type benchRun struct {
 	opt      bench.Options // prompt lengths, decode tokens, seed, resident memory
 	mach     machine       // measured before any backend opens (cmdBench measures again after)
 	gpuPeak  float64       // TFLOP/s the Metal performance model assumes
+	phases   bool          // --phases: profile a decode step by phase after the measured runs
 	progress io.Writer
 }
 
@@ -64,6 +65,26 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 		kv = kv / 4 * int64(e.KVElementBytes()) // an fp16 cache reads half of them
 	}
 	rep.SetTraffic(st.StateBytesPerToken, kv)
+	if r.phases && len(rs) > 0 {
+		n := rs[0].PromptTokens // the shortest prompt measured
+		for _, x := range rs {
+			n = min(n, x.PromptTokens)
+		}
+		fmt.Fprintf(r.progress, "lily bench: %s, profiling %d decode steps after a %d-token prompt by phase…\n", s.name, opt.DecodeTokens, n)
+		t, read, err := bench.ProfileDecode(ctx, l.backend, n, opt.DecodeTokens, opt.Seed, opt.Bandwidth)
+		if err != nil {
+			return rep, fmt.Errorf("backend %s: --phases: %w", s.name, err)
+		}
+		ctxLen := float64(n) + float64(opt.DecodeTokens+1)/2 // positions a decoded token attends over, on average
+		p := st.DecodeParts
+		rep.Phases = t.Table(map[bench.Phase]int64{
+			bench.PhaseDeltaNet:  p.DeltaNet + st.StateBytesPerToken,
+			bench.PhaseAttention: p.Attention + int64(float64(kv)*ctxLen),
+			bench.PhaseMoE:       p.MoE,
+			bench.PhaseLMHead:    p.LMHead,
+		}, read)
+		rep.PhasesTest, rep.PhasesReadGBs = fmt.Sprintf("tg%d@d%d", opt.DecodeTokens, n), read
+	}
 	if gpu, ok := l.backend.(interface{ Device() device.Device }); ok {
 		bw, err := device.MeasureCopyBandwidth(gpu.Device())
 		if err != nil {

@@ -33,10 +33,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	warmUp := fs.Bool("warmup", true, "run each prompt length once, uncounted, before measuring it, as llama-bench does (--warmup=false: measure from a cold start)")
 	ctxSize := fs.Int("ctx-size", 0, "session context limit (default: the longest prompt plus the decode tokens)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	phases := fs.Bool("phases", false, "after the measured runs, decode --decode-tokens more tokens after the shortest prompt with a timing observer attached and print where a decode step's time goes, phase by phase, with each phase's traffic against the read")
 	profPath := fs.String("cpuprofile", "", "write a Go CPU profile of the measured runs to this file (for go tool pprof)")
 	gpuPeak := fs.Float64("gpu-tflops", perfmodel.M5Max().Peak/1e12, "on a Metal device: the compute peak the performance model assumes (TFLOP/s)")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily bench "+modelUsage("ref|fast|ref,fast")+" [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--ctx-size N] [--gpu-tflops T] [--cpuprofile FILE] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily bench "+modelUsage("ref|fast|ref,fast")+" [--prompt-lengths 256,512,…] [--decode-tokens N] [--repetitions N] [--warmup=false] [--phases] [--ctx-size N] [--gpu-tflops T] [--cpuprofile FILE] [--json]")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, "bench", printUsage, stdout, stderr); done {
@@ -71,7 +72,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	run := benchRun{dir: dir, mach: measureMachine(), gpuPeak: *gpuPeak, progress: stderr,
+	run := benchRun{dir: dir, mach: measureMachine(), gpuPeak: *gpuPeak, progress: stderr, phases: *phases,
 		opt: bench.Options{PromptLengths: ls, DecodeTokens: *decode, Seed: 1, Resident: residentBytes,
 			Repetitions: *repetitions, WarmUp: *warmUp}}
 	prof := &cpuProfile{path: *profPath}

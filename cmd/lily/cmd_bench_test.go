@@ -184,3 +184,41 @@ func TestBenchSpecsFastFlags(t *testing.T) {
 		t.Errorf("specs %+v, want %+v", specs, want)
 	}
 }
+
+// TestBenchPhases: --phases profiles a decode step after the shortest prompt and reports each phase
+// (JSON and text), with the mixers', MoE's and lm_head's traffic from the checkpoint's parts.
+func TestBenchPhases(t *testing.T) {
+	code, stdout, stderr := runLily("bench", "--model", benchFixture, "--backend", "fast", "--device", "cpu",
+		"--prompt-lengths", "16,8", "--decode-tokens", "4", "--phases", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if rep.PhasesTest != "tg4@d8" || rep.PhasesReadGBs <= 0 || len(rep.Phases) != 6 {
+		t.Fatalf("profile %q at %v GB/s, %d phases: %+v", rep.PhasesTest, rep.PhasesReadGBs, len(rep.Phases), rep.Phases)
+	}
+	var share float64
+	for _, p := range rep.Phases {
+		share += p.Share
+		streams := p.Phase == "deltanet" || p.Phase == "attention" || p.Phase == "moe" || p.Phase == "lm_head"
+		if p.MsPerStep <= 0 && p.Phase != "between" || streams != (p.Bytes > 0) || streams && (p.GBs <= 0 || p.OfRead <= 0) {
+			t.Errorf("phase %+v", p)
+		}
+	}
+	if share < 0.999 || share > 1.001 {
+		t.Errorf("shares sum to %v", share)
+	}
+	code, stdout, stderr = runLily("bench", "--model", benchFixture, "--backend", "fast", "--device", "cpu",
+		"--prompt-lengths", "8", "--decode-tokens", "2", "--phases")
+	if code != 0 || !strings.Contains(stdout, "decode step by phase (tg2@d8") || !strings.Contains(stdout, "lm_head") {
+		t.Errorf("exit %d, %s\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = runLily("bench", "--model", benchFixture, "--backend", "fast", "--device", "cpu",
+		"--prompt-lengths", "8", "--decode-tokens", "2")
+	if code != 0 || strings.Contains(stdout, "by phase") {
+		t.Errorf("a profile without --phases: exit %d, %s\n%s", code, stderr, stdout)
+	}
+}

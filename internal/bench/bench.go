@@ -239,6 +239,11 @@ type Report struct {
 	// Kernels are a GPU backend's decode step kernel by kernel: measured (one command buffer per
 	// dispatch) against the performance model.
 	Kernels []KernelRow `json:"kernels,omitempty"`
+	// Phases are a decode step split by phase (lily bench --phases): PhasesTest names the profiled
+	// decode as DecodeTest does, PhasesReadGBs is the read measured around it.
+	Phases        []PhaseRow `json:"decode_phases,omitempty"`
+	PhasesTest    string     `json:"decode_phases_test,omitempty"`
+	PhasesReadGBs float64    `json:"decode_phases_read_gbs,omitempty"`
 }
 
 // KernelRow is one kernel of a profiled decode step: its dispatches, the measured time (GPU time
