@@ -130,6 +130,15 @@ func Run(ctx context.Context, b engine.Backend, opt Options) ([]Result, error) {
 	return out, nil
 }
 
+// randomPrompt returns n token ids drawn uniformly from a vocabulary of vocab.
+func randomPrompt(rng *rand.Rand, n, vocab int) []int32 {
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(vocab))
+	}
+	return prompt
+}
+
 // merge joins the repetitions of one length: mean rates and times, the rates' sample standard
 // deviations, the last repetition's resident memory.
 func merge(runs []Result) Result {
@@ -173,10 +182,7 @@ func meanSD(xs []float64) (mean, sd float64) {
 }
 
 func one(ctx context.Context, b engine.Backend, n, decode int, rng *rand.Rand, resident func() (int64, bool), bandwidth func() float64) (Result, error) {
-	prompt := make([]int32, n)
-	for i := range prompt {
-		prompt[i] = int32(rng.IntN(b.VocabSize()))
-	}
+	prompt := randomPrompt(rng, n, b.VocabSize())
 	s, err := b.NewSession()
 	if err != nil {
 		return Result{}, err

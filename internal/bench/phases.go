@@ -158,11 +158,7 @@ func ProfileDecode(ctx context.Context, b engine.Backend, n, decode int, seed ui
 	if !ok {
 		return nil, 0, fmt.Errorf("bench: the backend's sessions cannot be observed, so their decode steps cannot be profiled")
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x70726f66))
-	prompt := make([]int32, n)
-	for i := range prompt {
-		prompt[i] = int32(rng.IntN(b.VocabSize()))
-	}
+	prompt := randomPrompt(rand.New(rand.NewPCG(seed, 0x70726f66)), n, b.VocabSize())
 	step, err := s.Prefill(ctx, prompt, engine.StepOptions{}, nil)
 	if err != nil {
 		return nil, 0, err
