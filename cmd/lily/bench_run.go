@@ -75,11 +75,10 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 		if err != nil {
 			return rep, fmt.Errorf("backend %s: --phases: %w", s.name, err)
 		}
-		ctxLen := float64(n) + float64(opt.DecodeTokens+1)/2 // positions a decoded token attends over, on average
 		p := st.DecodeParts
 		rep.Phases = t.Table(map[bench.Phase]int64{
 			bench.PhaseDeltaNet:  p.DeltaNet + st.StateBytesPerToken,
-			bench.PhaseAttention: p.Attention + int64(float64(kv)*ctxLen),
+			bench.PhaseAttention: p.Attention + int64(float64(kv)*bench.MeanContext(n, opt.DecodeTokens)),
 			bench.PhaseMoE:       p.MoE,
 			bench.PhaseLMHead:    p.LMHead,
 		}, read)

@@ -296,11 +296,14 @@ func Summarize(backend string, rs []Result, bytesPerToken int64, flopsPerToken, 
 func (r *Report) SetTraffic(stateBytes, kvPerPosition int64) {
 	for i := range r.Results {
 		x := &r.Results[i]
-		ctx := float64(x.PromptTokens) + float64(x.DecodeTokens+1)/2
-		x.TrafficBytesPerToken = r.BytesPerToken + stateBytes + int64(float64(kvPerPosition)*ctx)
+		x.TrafficBytesPerToken = r.BytesPerToken + stateBytes + int64(float64(kvPerPosition)*MeanContext(x.PromptTokens, x.DecodeTokens))
 	}
 	r.SetMachine(r.MemReadGBs, r.PeakGFLOPs)
 }
+
+// MeanContext is how many positions a decoded token attends over on average when decode tokens
+// follow a prompt of prompt tokens: the prompt and half the decoded tokens.
+func MeanContext(prompt, decode int) float64 { return float64(prompt) + float64(decode+1)/2 }
 
 // SetMachine sets the machine figures the fractions are measured against and recomputes the
 // fractions: decode of the shortest prompt against the bandwidth roofline, prefill of the prompt
