@@ -29,6 +29,7 @@ type impl struct {
 	qmm                qmmRowsFunc
 	qmmPerm            bool            // qmm reads X with each group in unpack order (qmmPermute)
 	vnni               bool            // qmv4 is the AVX-512 VNNI kernel (qmv4RowsVNNI)
+	vnni8              bool            // qmv8 is the AVX-512 VNNI kernel (qmv8RowsVNNI)
 	qmmTile            qmmTileFunc     // the integer GEMM's tile (nil: 4-bit mat-mats run qmm)
 	qmmTileRows        qmmTileRowsFunc // the same tile down pairs of rows, stored into Y (full tiles)
 	qmmLanes           qmmLanesFunc    // the lane-group GEMM (nil: the 2-group tile runs every width)
@@ -201,6 +202,17 @@ func (k *Kernels) runMV(rows rowsFunc, y []float32, m *QMat, v *Vec) {
 	k.mv = qmvTask{}
 }
 
+// qmv8PadRows is the widest 8-bit row (in bytes) whose last rows qmv8RowsVNNI runs through a
+// stack copy padded to a four-row pass: the model's 8-bit matrices (the router and the shared
+// expert's gate) read the hidden state, 2,048 bytes a row.
+const qmv8PadRows = 4096
+
+// qmv8Limbs reports whether qmv8RowsVNNI runs m's rows against v's limbs (rather than the float32
+// kernel, which reads v's 8-bit order: Vec.fillP8).
+func qmv8Limbs(m *QMat, v *Vec) bool {
+	return m.Groups()%8 == 0 && m.RowBytes() <= qmv8PadRows && v.l8 != nil
+}
+
 // checkMV checks a mat-vec's shapes and fills the forms of v that only some kernels read (fillP8).
 func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
 	if err := m.Check(); err != nil {
@@ -212,7 +224,7 @@ func (k *Kernels) checkMV(y []float32, m *QMat, v *Vec) {
 	if k.f.vnni && m.Bits == 4 && v.l8 == nil {
 		panic("cpu: QMatVec: Vec without the limb copy the VNNI kernel reads (use Kernels.NewVec)")
 	}
-	if m.Bits == 8 {
+	if m.Bits == 8 && !(k.f.vnni8 && qmv8Limbs(m, v)) {
 		v.fillP8() // before the workers read it
 	}
 }

@@ -83,10 +83,10 @@ func TestQMatVecQ16Budget(t *testing.T) {
 	}
 }
 
-// TestQMatVecLimbBudget holds every variant to the VNNI kernel's budget on shapes it runs (whole
-// 8-group blocks): |y − oracle| ≤ Σ_g |scale_g|·(d_g/131072)·Σ_{i∈g} q_i (the limbs' rounding; the
-// bias term uses the exact Σx) plus the float32 tolerance qmvTol·mass. It also logs the largest
-// error relative to the rms output, beside which the float32 kernel's can be read.
+// TestQMatVecLimbBudget holds every variant to the VNNI kernels' budget on shapes they run (whole
+// 8-group blocks), 4-bit and 8-bit rows: |y − oracle| ≤ Σ_g |scale_g|·(d_g/131072)·Σ_{i∈g} q_i (the
+// limbs' rounding; the bias term uses the exact Σx) plus the float32 tolerance qmvTol·mass. It also
+// logs the largest error relative to the rms output, beside which the float32 kernels' can be read.
 func TestQMatVecLimbBudget(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
@@ -95,10 +95,11 @@ func TestQMatVecLimbBudget(t *testing.T) {
 			var worst float64
 			defer func() { t.Logf("VNNI=%v: largest |y - oracle| / rms(y): %.2e", k.VNNI(), worst) }()
 			rapid.Check(t, func(t *rapid.T) {
+				bits := rapid.SampledFrom([]int{4, 8}).Draw(t, "bits")
 				out := rapid.IntRange(1, 300).Draw(t, "out")
 				in := 8 * GroupSize * rapid.IntRange(1, 16).Draw(t, "blocks")
 				r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 5))
-				m, x := randQMat(r, 4, out, in), randVec(r, in)
+				m, x := randQMat(r, bits, out, in), randVec(r, in)
 				x[r.IntN(in)] *= 50 // an outlier sets one group's limb scale
 				v := NewVec(in)
 				v.Prepare(x)
@@ -118,7 +119,7 @@ func TestQMatVecLimbBudget(t *testing.T) {
 					d := math.Abs(float64(y[o]) - want[o])
 					worst = math.Max(worst, d/rms)
 					if d > budget+qmvTol*mass[o] {
-						t.Fatalf("[%d,%d]: y[%d] = %g, oracle %g (|Δ| %g > budget %g + %g)", out, in, o, y[o], want[o], d, budget, qmvTol*mass[o])
+						t.Fatalf("%d-bit [%d,%d]: y[%d] = %g, oracle %g (|Δ| %g > budget %g + %g)", bits, out, in, o, y[o], want[o], d, budget, qmvTol*mass[o])
 					}
 				}
 			})

@@ -20,14 +20,14 @@ func haveSIMD() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 // simdImpl returns the archsimd kernels: the 512-bit mat-vecs, axpy and scaleAxpy, and the 512-bit
 // row-block mat-mat (qmmRowsSIMD512) where the CPU has AVX-512 and level allows, and the VNNI 4-bit
-// mat-vec where it also has AVX-512 VNNI and level is levelBest (tests run the lower levels on
-// machines that have more).
+// mat-vec where it also has AVX-512 VNNI and level is levelBest (and the 8-bit one where it has
+// VBMI too); tests run the lower levels on machines that have more.
 func simdImpl(level simdLevel) impl {
-	q4, q16 := qmv4RowsSIMD, qmvQ16RowsSIMD
+	q4, q16, q8 := qmv4RowsSIMD, qmvQ16RowsSIMD, qmv8RowsSIMD
 	axpy, scaleAxpy := axpySIMD, scaleAxpySIMD
 	rows := qmmRowsSIMD
 	var readSumPF func([]uint64) uint64
-	vnni := false
+	vnni, vnni8 := false, false
 	var tile qmmTileFunc
 	var tileRows qmmTileRowsFunc
 	var lanes qmmLanesFunc
@@ -53,11 +53,15 @@ func simdImpl(level simdLevel) impl {
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
 			q4, vnni, tile, tileRows, lanes = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI, qmmLanes
 			repack, quad, quads = laneRepack, qmmLanesQuad, laneQuadsOuter
+			if archsimd.X86.AVX512VBMI() {
+				q8, vnni8 = qmv8RowsVNNI, true
+			}
 		}
 	}
 	return impl{
 		qmv4:         q4,
-		qmv8:         qmv8RowsSIMD,
+		qmv8:         q8,
+		vnni8:        vnni8,
 		qmvQ16:       q16,
 		dot:          dotSIMD,
 		axpy:         axpy,
