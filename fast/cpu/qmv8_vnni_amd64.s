@@ -1,6 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
+#include "qmv_vnni_amd64.h"
 
 // evenOdd8: VPERMT2B indices that gather, from a pair of groups' two 64-byte lines of 8-bit
 // weights (table 1 the first group's, table 2 the second's), the even elements of each group
@@ -15,18 +16,6 @@ DATA evenOdd8<>+40(SB)/8, $0x5e5c5a5856545250
 DATA evenOdd8<>+48(SB)/8, $0x6e6c6a6866646260
 DATA evenOdd8<>+56(SB)/8, $0x7e7c7a7876747270
 GLOBL evenOdd8<>(SB), RODATA|NOPTR, $64
-
-// pairIdx8: for pair k of a block of four (8 groups), VPERMPS indices that spread multiplier 2k
-// over lanes 0–7 and 2k+1 over lanes 8–15 (as pairIdx in qmv_vnni_amd64.s).
-DATA pairIdx8<>+0(SB)/8, $0
-DATA pairIdx8<>+8(SB)/8, $0
-DATA pairIdx8<>+16(SB)/8, $0
-DATA pairIdx8<>+24(SB)/8, $0
-DATA pairIdx8<>+32(SB)/8, $0x0000000100000001
-DATA pairIdx8<>+40(SB)/8, $0x0000000100000001
-DATA pairIdx8<>+48(SB)/8, $0x0000000100000001
-DATA pairIdx8<>+56(SB)/8, $0x0000000100000001
-GLOBL pairIdx8<>(SB), RODATA|NOPTR, $64
 
 // func qmv8Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
 //
@@ -50,30 +39,18 @@ GLOBL pairIdx8<>(SB), RODATA|NOPTR, $64
 // times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them;
 // dl in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias
 // terms, Y8+r the block's multipliers. Z12–Z17 the pair's limbs, Z18 the even indices and Z19 the
-// odd ones, Z20–Z23 the pair multiplier indices, Z24 256.0, Z25–Z30 the temporaries, Y31 MULT's.
+// odd ones, Z20–Z23 the pair multiplier indices, Z24 256.0, Z25–Z30 the temporaries, Y31 QMV_MULT's (qmv_vnni_amd64.h).
 TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	CMPQ n+8(FP), $0
 	JEQ done8
-	MOVQ w+16(FP), AX
-	MOVQ sc+24(FP), SI
-	MOVQ bi+32(FP), R8
-	SUBQ SI, R8
-	MOVQ blocks+40(FP), R12
-	MOVQ R12, BX
-	SHLQ $4, BX
-	MOVQ R12, R15
-	SHLQ $9, R15
-	LEAQ (R15)(R15*2), R13
-	MOVQ dl+56(FP), R14
-	MOVQ sum+64(FP), DX
-	SUBQ R14, DX
+	QMV_SETUP(9)
 	VMOVDQU64 evenOdd8<>(SB), Z18
 	MOVL $0x01010101, CX
 	VPBROADCASTD CX, Z19
 	VPADDB Z19, Z18, Z19
 	MOVL $2, CX
 	VPBROADCASTD CX, Z24
-	VMOVDQU32 pairIdx8<>(SB), Z20
+	VMOVDQU32 pairIdx<>(SB), Z20
 	VPADDD Z24, Z20, Z21
 	VPADDD Z24, Z21, Z22
 	VPADDD Z24, Z22, Z23
@@ -81,48 +58,11 @@ TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	VPBROADCASTD CX, Z24
 
 pass8:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	// Into L2, the scales and biases of the pass pf bytes on: pf/32 bytes on in theirs (a KiB of
-	// 8-bit weights, 16 groups, has 32 bytes of bf16 scales and 32 of biases), a line of each per block.
-	MOVQ pf+72(FP), R9
-	SHRQ $5, R9
-	ADDQ SI, R9
-	MOVQ blocks+40(FP), CX
-sbpf8:
-	PREFETCHT1 (R9)
-	PREFETCHT1 (R9)(R8*1)
-	ADDQ $64, R9
-	DECQ CX
-	JNZ sbpf8
-	MOVQ blocks+40(FP), CX
-	MOVQ xl+48(FP), DI
-	MOVQ R14, R10
-	MOVQ AX, R11
-	ADDQ pf+72(FP), R11
-	LEAQ (AX)(R15*4), R12
+	// Scales and biases: a KiB of 8-bit weights, 16 groups, has 32 bytes of each.
+	QMV_PASS_START(5, sbpf8)
 
 block8:
-#define MULT8(MUL, BIAS) \
-	VPMOVZXWD (R9), MUL \
-	VPSLLD $16, MUL, MUL \
-	VMULPS (R10), MUL, MUL \
-	VPMOVZXWD (R9)(R8*1), Y31 \
-	VPSLLD $16, Y31, Y31 \
-	VFMADD231PS (R10)(DX*1), Y31, BIAS \
-	ADDQ BX, R9
-
-	MOVQ SI, R9
-	MULT8(Y8, Y4)
-	MULT8(Y9, Y5)
-	MULT8(Y10, Y6)
-	MULT8(Y11, Y7)
+	QMV_MULTS(Y31)
 
 #define ROW8(WADDR, WADDR2, PF, PF2, NEAR, NEAR2, ACC, MUL, IDX) \
 	PREFETCHT1 PF \
@@ -151,12 +91,7 @@ block8:
 	VFMADD231PS Z30, Z27, ACC
 
 #define PAIR8(W, X, IDX) \
-	VMOVDQU64 (X)(DI), Z12 \
-	VMOVDQU64 (X+64)(DI), Z13 \
-	VMOVDQU64 (X+128)(DI), Z14 \
-	VMOVDQU64 (X+192)(DI), Z15 \
-	VMOVDQU64 (X+256)(DI), Z16 \
-	VMOVDQU64 (X+320)(DI), Z17 \
+	QMV_LIMBS(X) \
 	ROW8(W(AX), (W+64)(AX), (4*W)(R11), (4*W+64)(R11), (4*W)(R12), (4*W+64)(R12), Z0, Z8, IDX) \
 	ROW8(W(AX)(R15*1), (W+64)(AX)(R15*1), (4*W+128)(R11), (4*W+192)(R11), (4*W+128)(R12), (4*W+192)(R12), Z1, Z9, IDX) \
 	ROW8(W(AX)(R15*2), (W+64)(AX)(R15*2), (4*W+256)(R11), (4*W+320)(R11), (4*W+256)(R12), (4*W+320)(R12), Z2, Z10, IDX) \
@@ -176,30 +111,7 @@ block8:
 	DECQ CX
 	JNZ block8
 
-#define REDUCE8(ACC, BIAS, YR, XR, OFF) \
-	VADDPS BIAS, ACC, ACC \
-	VEXTRACTF64X4 $1, ACC, Y12 \
-	VADDPS Y12, YR, YR \
-	VEXTRACTF128 $1, YR, X12 \
-	VADDPS X12, XR, XR \
-	VMOVHLPS XR, XR, X12 \
-	VADDPS X12, XR, XR \
-	VMOVSHDUP XR, X12 \
-	VADDSS X12, XR, XR \
-	VMOVSS XR, OFF(R9)
-
-	MOVQ y+0(FP), R9
-	REDUCE8(Z0, Z4, Y0, X0, 0)
-	REDUCE8(Z1, Z5, Y1, X1, 4)
-	REDUCE8(Z2, Z6, Y2, X2, 8)
-	REDUCE8(Z3, Z7, Y3, X3, 12)
-	ADDQ $16, R9
-	MOVQ R9, y+0(FP)
-	ADDQ R13, AX
-	LEAQ (SI)(BX*2), SI
-	ADDQ BX, SI
-	DECQ n+8(FP)
-	JNZ pass8
+	QMV_PASS_END(pass8)
 
 done8:
 	VZEROUPPER

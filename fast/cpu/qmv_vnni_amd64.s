@@ -1,18 +1,7 @@
 //go:build goexperiment.simd && amd64
 
 #include "textflag.h"
-
-// pairIdx: for pair k of a block of four (8 groups), VPERMPS indices that spread multiplier 2k
-// over lanes 0–7 and 2k+1 over lanes 8–15.
-DATA pairIdx<>+0(SB)/8, $0
-DATA pairIdx<>+8(SB)/8, $0
-DATA pairIdx<>+16(SB)/8, $0
-DATA pairIdx<>+24(SB)/8, $0
-DATA pairIdx<>+32(SB)/8, $0x0000000100000001
-DATA pairIdx<>+40(SB)/8, $0x0000000100000001
-DATA pairIdx<>+48(SB)/8, $0x0000000100000001
-DATA pairIdx<>+56(SB)/8, $0x0000000100000001
-GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
+#include "qmv_vnni_amd64.h"
 
 // func qmv4RowsVNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer)
 //
@@ -148,19 +137,7 @@ done:
 TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	CMPQ n+8(FP), $0
 	JEQ done4
-	MOVQ w+16(FP), AX
-	MOVQ sc+24(FP), SI
-	MOVQ bi+32(FP), R8
-	SUBQ SI, R8
-	MOVQ blocks+40(FP), R12
-	MOVQ R12, BX
-	SHLQ $4, BX
-	MOVQ R12, R15
-	SHLQ $8, R15
-	LEAQ (R15)(R15*2), R13
-	MOVQ dl+56(FP), R14
-	MOVQ sum+64(FP), DX
-	SUBQ R14, DX
+	QMV_SETUP(8)
 	MOVL $0x0F0F0F0F, CX
 	VPBROADCASTD CX, Z18
 	MOVL $2, CX
@@ -173,48 +150,10 @@ TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	VPBROADCASTQ CX, Z31
 
 pass4:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	// Into L2, the scales and biases of the pass pf bytes on: pf/16 bytes on in theirs (a KiB of
-	// weights, 32 groups, has 64 bytes of bf16 scales and 64 of biases), a line of each per block.
-	MOVQ pf+72(FP), R9
-	SHRQ $4, R9
-	ADDQ SI, R9
-	MOVQ blocks+40(FP), CX
-sbpf4:
-	PREFETCHT1 (R9)
-	PREFETCHT1 (R9)(R8*1)
-	ADDQ $64, R9
-	DECQ CX
-	JNZ sbpf4
-	MOVQ blocks+40(FP), CX
-	MOVQ xl+48(FP), DI
-	MOVQ R14, R10
-	MOVQ AX, R11
-	ADDQ pf+72(FP), R11
-	LEAQ (AX)(R15*4), R12
+	QMV_PASS_START(4, sbpf4)
 
 block4:
-#define MULT(MUL, BIAS) \
-	VPMOVZXWD (R9), MUL \
-	VPSLLD $16, MUL, MUL \
-	VMULPS (R10), MUL, MUL \
-	VPMOVZXWD (R9)(R8*1), Y23 \
-	VPSLLD $16, Y23, Y23 \
-	VFMADD231PS (R10)(DX*1), Y23, BIAS \
-	ADDQ BX, R9
-
-	MOVQ SI, R9
-	MULT(Y8, Y4)
-	MULT(Y9, Y5)
-	MULT(Y10, Y6)
-	MULT(Y11, Y7)
+	QMV_MULTS(Y23)
 
 #define ROWPAIR(WADDR, PFADDR, NEAR, ACC, MUL, IDX, T0, T1, T2, T3) \
 	PREFETCHT1 PFADDR \
@@ -236,12 +175,7 @@ block4:
 	VFMADD231PS T3, T2, ACC
 
 #define PAIR4(W, X, IDX) \
-	VMOVDQU64 (X)(DI), Z12 \
-	VMOVDQU64 (X+64)(DI), Z13 \
-	VMOVDQU64 (X+128)(DI), Z14 \
-	VMOVDQU64 (X+192)(DI), Z15 \
-	VMOVDQU64 (X+256)(DI), Z16 \
-	VMOVDQU64 (X+320)(DI), Z17 \
+	QMV_LIMBS(X) \
 	ROWPAIR(W(AX), (4*W)(R11), (4*W)(R12), Z0, Z8, IDX, Z23, Z24, Z25, Z26) \
 	ROWPAIR(W(AX)(R15*1), (4*W+64)(R11), (4*W+64)(R12), Z1, Z9, IDX, Z27, Z28, Z29, Z30) \
 	ROWPAIR(W(AX)(R15*2), (4*W+128)(R11), (4*W+128)(R12), Z2, Z10, IDX, Z23, Z24, Z25, Z26) \
@@ -261,30 +195,7 @@ block4:
 	DECQ CX
 	JNZ block4
 
-#define REDUCE(ACC, BIAS, YR, XR, OFF) \
-	VADDPS BIAS, ACC, ACC \
-	VEXTRACTF64X4 $1, ACC, Y12 \
-	VADDPS Y12, YR, YR \
-	VEXTRACTF128 $1, YR, X12 \
-	VADDPS X12, XR, XR \
-	VMOVHLPS XR, XR, X12 \
-	VADDPS X12, XR, XR \
-	VMOVSHDUP XR, X12 \
-	VADDSS X12, XR, XR \
-	VMOVSS XR, OFF(R9)
-
-	MOVQ y+0(FP), R9
-	REDUCE(Z0, Z4, Y0, X0, 0)
-	REDUCE(Z1, Z5, Y1, X1, 4)
-	REDUCE(Z2, Z6, Y2, X2, 8)
-	REDUCE(Z3, Z7, Y3, X3, 12)
-	ADDQ $16, R9
-	MOVQ R9, y+0(FP)
-	ADDQ R13, AX
-	LEAQ (SI)(BX*2), SI
-	ADDQ BX, SI
-	DECQ n+8(FP)
-	JNZ pass4
+	QMV_PASS_END(pass4)
 
 done4:
 	VZEROUPPER
