@@ -28,9 +28,18 @@ func qmv8RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 			unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]), vnniPrefetch(rb))
 		lo += 4 * n4
 	}
-	if lo == hi {
-		return
+	if lo < hi {
+		qmv8RowsPadded(y, m, v, lo, hi)
 	}
+}
+
+// qmv8RowsPadded runs rows [lo, hi) (fewer than 4) of qmv8RowsVNNI as one four-row pass over a
+// stack copy of them, padded with repeats of the last (its own function, so that the stack copy
+// is not part of every call's frame).
+//
+//go:noinline
+func qmv8RowsPadded(y []float32, m *QMat, v *Vec, lo, hi int) {
+	groups, rb := m.Groups(), m.RowBytes()
 	var w [4 * qmv8PadRows]byte
 	var sc, bi [4 * qmv8PadRows / GroupSize]uint16
 	var out [4]float32
