@@ -39,7 +39,8 @@ GLOBL evenOdd8<>(SB), RODATA|NOPTR, $64
 // times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them;
 // dl in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias
 // terms, Y8+r the block's multipliers. Z12–Z17 the pair's limbs, Z18 the even indices and Z19 the
-// odd ones, Z20–Z23 the pair multiplier indices, Z24 256.0, Z25–Z30 the temporaries, Y31 QMV_MULT's (qmv_vnni_amd64.h).
+// odd ones, Z20–Z23 the pair multiplier indices, Z24 256.0, Z25–Z30 the temporaries, Y31
+// QMV_MULT's (qmv_vnni_amd64.h).
 TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	CMPQ n+8(FP), $0
 	JEQ done8
