@@ -144,50 +144,23 @@ func TestFastMatchesRef(t *testing.T) {
 // and through the decode plan (stepping tokens one at a time).
 func TestFastTeacherForced(t *testing.T) {
 	ck := openTiny(t, "mlx", 64)
-	for _, byDecode := range []bool{false, true} {
+	for _, plan := range []fidelity.Plan{fidelity.PlanPrefill, fidelity.PlanDecode} {
 		rb, fb := backends(t, ck)
 		toks := enginetest.RandomTokens(150, rb.VocabSize(), 9)
 		sa, err := fidelity.Score(context.Background(), rb, toks)
 		if err != nil {
 			t.Fatal(err)
 		}
-		score := func() (*fidelity.Scores, error) { return fidelity.Score(context.Background(), fb, toks) }
-		if byDecode {
-			score = func() (*fidelity.Scores, error) { return scoreByDecode(fb, toks) }
-		}
-		sb, err := score()
+		sb, err := fidelity.ScoreBy(context.Background(), fb, toks, plan)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := fidelity.Diff(sa, sb)
-		t.Logf("decode plan=%v: top-1 %.4f, Δppl %+.5f%%, max |Δlogp| %.2e", byDecode, r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
+		t.Logf("%s plan: top-1 %.4f, Δppl %+.5f%%, max |Δlogp| %.2e", plan, r.Top1Agreement, 100*r.DeltaPPLRel, r.MaxAbsDLogp)
 		if r.Top1Agreement < fastMinTop1 || math.Abs(r.DeltaPPLRel) > fastMaxDeltaPPL {
-			t.Fatalf("fast (decode plan=%v) vs ref: %+v", byDecode, r)
+			t.Fatalf("fast (%s plan) vs ref: %+v", plan, r)
 		}
 	}
-}
-
-// scoreByDecode is fidelity.Score through Decode one token at a time (the decode plan).
-func scoreByDecode(b engine.Backend, toks []int32) (*fidelity.Scores, error) {
-	s, err := b.NewSession()
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	n := len(toks) - 1
-	sc := &fidelity.Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
-	for i := 0; i < n; i++ {
-		logits, err := engine.Logits(s.Decode(context.Background(), toks[i], engine.StepOptions{Full: true}))
-		if err != nil {
-			return nil, err
-		}
-		one, err := fidelity.ScoreLogits(logits, toks[i+1])
-		if err != nil {
-			return nil, err
-		}
-		sc.Argmax[i], sc.Gap[i], sc.Logp[i] = one.Argmax, one.Gap, one.Logp
-	}
-	return sc, nil
 }
 
 // TestFastSnapshotRestore checks that a restored session continues exactly like the original.
@@ -354,7 +327,7 @@ func checkDecodePlan(t *testing.T, what string, rb, fb engine.Backend, toks []in
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := scoreByDecode(fb, toks)
+	sb, err := fidelity.ScoreBy(context.Background(), fb, toks, fidelity.PlanDecode)
 	if err != nil {
 		t.Fatal(err)
 	}

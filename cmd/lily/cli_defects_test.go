@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -92,5 +93,29 @@ func TestEvalText(t *testing.T) {
 	code, _, e = runLily("eval", "--model", benchFixture, "--positions", "5000", "--text", text)
 	if code != 1 || !strings.Contains(e, "tokens; --positions needs") {
 		t.Fatalf("short text: exit %d, %q", code, e)
+	}
+}
+
+// TestEvalPlan: --plan picks how the backend under test runs the sequence, the report names it, and
+// an unknown plan is refused before anything is loaded.
+func TestEvalPlan(t *testing.T) {
+	for _, plan := range []string{"prefill", "decode"} {
+		code, out, e := runLily("eval", "--model", benchFixture, "--backend", "fast", "--against", "ref", "--positions", "12", "--plan", plan, "--json")
+		var rep struct {
+			Plan string  `json:"plan"`
+			Top1 float64 `json:"top1_agreement"`
+			N    int     `json:"positions"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Plan != plan || rep.N != 12 || rep.Top1 < 0.99 {
+			t.Fatalf("--plan %s: exit %d, %q %q", plan, code, out, e)
+		}
+	}
+	code, out, _ := runLily("eval", "--model", benchFixture, "--positions", "4", "--plan", "decode")
+	if code != 0 || !strings.Contains(out, "fast (decode plan) against ref") {
+		t.Fatalf("--plan decode, text report: exit %d, %q", code, out)
+	}
+	code, _, e := runLily("eval", "--model", benchFixture, "--plan", "chunked")
+	if code != 2 || !strings.Contains(e, `unknown plan "chunked"`) {
+		t.Fatalf("--plan chunked: exit %d, %q", code, e)
 	}
 }

@@ -15,19 +15,22 @@ import (
 )
 
 // cmdEval is the published quality check: lily eval --model DIR --backend B --against B2
-// [--positions N] [--seed S] [--json]. Both backends are teacher-forced on the same tokens; it
-// reports top-1 agreement and the perplexity of each.
+// [--plan prefill|decode] [--positions N] [--seed S] [--json]. Both backends are teacher-forced on
+// the same tokens, the one under test through the plan asked for (the sequence as one prompt, or
+// one decoded token at a time), the other as one prompt; it reports top-1 agreement and the
+// perplexity of each.
 func cmdEval(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mf := addModelFlags(fs, "backend under test: ref or fast", defaultDeviceHelp)
 	against := fs.String("against", "ref", "backend to compare with: ref or fast")
+	planName := fs.String("plan", "prefill", "how the backend under test runs the sequence: prefill (one prompt) or decode (one token at a time, as generation)")
 	positions := fs.Int("positions", 192, "next-token predictions to compare (the sequence has positions+1 tokens)")
 	textFile := fs.String("text", "", "file whose text is tokenized as the sequence (default: seeded random token ids)")
 	seed := fs.Uint64("seed", 1, "seed of the random token sequence")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	printUsage := func() {
-		fmt.Fprintln(fs.Output(), "usage: lily eval "+modelUsage("fast|ref")+" [--against ref|fast] [--positions N] [--seed S] [--text FILE] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: lily eval "+modelUsage("fast|ref")+" [--against ref|fast] [--plan prefill|decode] [--positions N] [--seed S] [--text FILE] [--json]")
 		fs.PrintDefaults()
 	}
 	if code, done := parseFlags(fs, args, "eval", printUsage, stdout, stderr); done {
@@ -35,6 +38,11 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 || *positions < 1 {
 		fmt.Fprintln(stderr, "lily eval: --positions must be ≥ 1 and no arguments are taken")
+		return 2
+	}
+	plan, err := fidelity.ParsePlan(*planName)
+	if err != nil {
+		fmt.Fprintf(stderr, "lily eval: --plan: %v\n", err)
 		return 2
 	}
 	spec, err := mf.single()
@@ -61,22 +69,28 @@ func cmdEval(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := fidelity.Compare(ctx, other, l.backend, tokens)
+	ref, err := fidelity.Score(ctx, other, tokens)
 	if err != nil {
 		return fail(err)
 	}
+	got, err := fidelity.ScoreBy(ctx, l.backend, tokens, plan)
+	if err != nil {
+		return fail(err)
+	}
+	rep := fidelity.Diff(ref, got)
 	if *asJSON {
 		out := struct {
 			Backend string `json:"backend"`
+			Plan    string `json:"plan"`
 			Against string `json:"against"`
 			*fidelity.Report
-		}{spec.name, *against, rep}
+		}{spec.name, plan.String(), *against, rep}
 		if err := json.NewEncoder(stdout).Encode(out); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s against %s, teacher-forced on %d positions\n", spec.name, *against, rep.Positions)
+	fmt.Fprintf(stdout, "%s (%s plan) against %s, teacher-forced on %d positions\n", spec.name, plan, *against, rep.Positions)
 	fmt.Fprintf(stdout, "  top-1 agreement   %.4f (%d near-tie disagreements)\n", rep.Top1Agreement, rep.NearTieDisagreements)
 	fmt.Fprintf(stdout, "  perplexity        %s %.4f   %s %.4f   Δ %+.4f%%\n", *against, rep.PPLA, spec.name, rep.PPLB, 100*rep.DeltaPPLRel)
 	fmt.Fprintf(stdout, "  |Δ logprob|       mean %.2e   max %.2e\n", rep.MeanAbsDLogp, rep.MaxAbsDLogp)

@@ -36,8 +36,42 @@ type Scores struct {
 	Logp   []float64
 }
 
-// Score runs tokens through a fresh session of b and collects Scores.
+// Plan is the way a backend runs the tokens it is scored on: engines plan a prompt and a decoded
+// token differently (batched mat-mats against mat-vecs, a chunked recurrence against its step), so
+// each plan has its own fidelity.
+type Plan int
+
+const (
+	PlanPrefill Plan = iota // the whole sequence as one prompt, every position's logits reported
+	PlanDecode              // one token at a time through Decode, as generation runs
+)
+
+// String names the plan as lily eval's --plan does.
+func (p Plan) String() string {
+	if p == PlanDecode {
+		return "decode"
+	}
+	return "prefill"
+}
+
+// ParsePlan reads a plan's name ("prefill" or "decode").
+func ParsePlan(s string) (Plan, error) {
+	switch s {
+	case "prefill":
+		return PlanPrefill, nil
+	case "decode":
+		return PlanDecode, nil
+	}
+	return 0, fmt.Errorf("unknown plan %q (want prefill or decode)", s)
+}
+
+// Score runs tokens through a fresh session of b as one prompt and collects Scores.
 func Score(ctx context.Context, b engine.Backend, tokens []int32) (*Scores, error) {
+	return ScoreBy(ctx, b, tokens, PlanPrefill)
+}
+
+// ScoreBy runs tokens through a fresh session of b by plan and collects Scores.
+func ScoreBy(ctx context.Context, b engine.Backend, tokens []int32, plan Plan) (*Scores, error) {
 	if len(tokens) < 2 {
 		return nil, errors.New("fidelity: need at least 2 tokens")
 	}
@@ -48,15 +82,27 @@ func Score(ctx context.Context, b engine.Backend, tokens []int32) (*Scores, erro
 	defer s.Close()
 	n := len(tokens) - 1
 	sc := &Scores{Argmax: make([]int32, n), Gap: make([]float64, n), Logp: make([]float64, n)}
-	_, err = s.Prefill(ctx, tokens, engine.StepOptions{}, func(i int, logits []float32) error {
+	score := func(i int, logits []float32) error {
 		if i >= n {
 			return nil
 		}
 		p, err := ScoreLogits(logits, tokens[i+1])
 		sc.Argmax[i], sc.Gap[i], sc.Logp[i] = p.Argmax, p.Gap, p.Logp
 		return err
-	})
-	if err != nil {
+	}
+	if plan == PlanDecode {
+		for i := range n {
+			logits, err := engine.Logits(s.Decode(ctx, tokens[i], engine.StepOptions{Full: true}))
+			if err != nil {
+				return nil, fmt.Errorf("fidelity: %s decode at position %d: %w", b.Name(), i, err)
+			}
+			if err := score(i, logits); err != nil {
+				return nil, err
+			}
+		}
+		return sc, nil
+	}
+	if _, err := s.Prefill(ctx, tokens, engine.StepOptions{}, score); err != nil {
 		return nil, fmt.Errorf("fidelity: %s prefill: %w", b.Name(), err)
 	}
 	return sc, nil

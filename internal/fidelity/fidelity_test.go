@@ -2,7 +2,9 @@ package fidelity
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lily-engine/lily/internal/engine"
@@ -115,5 +117,83 @@ func TestRejectsShortAndOutOfVocab(t *testing.T) {
 	}
 	if _, err := Score(context.Background(), u, []int32{1, 9}); err == nil {
 		t.Fatal("token outside the vocab accepted")
+	}
+}
+
+// stateful is a fake backend whose logits depend on the tokens seen so far in the session, and
+// whose Decode goes wrong after a given number of steps when fail is set: the decode plan must see
+// each prefix exactly as the prefill plan does, and report where a step failed.
+type stateful struct {
+	table
+	fail int // a Decode at this position fails (0: never)
+}
+
+func (b *stateful) NewSession() (engine.Session, error) { return &statefulSession{b: b}, nil }
+
+type statefulSession struct {
+	tableSession
+	b   *stateful
+	sum int32
+}
+
+func (s *statefulSession) step(tok int32, out []float32) {
+	s.sum += tok
+	for i := range out {
+		out[i] = float32((int(s.sum)*7 + i*i) % 11)
+	}
+	s.n++
+}
+
+func (s *statefulSession) Prefill(ctx context.Context, toks []int32, o engine.StepOptions, each func(int, []float32) error) (engine.StepResult, error) {
+	out := make([]float32, s.b.v)
+	for i, tok := range toks {
+		s.step(tok, out)
+		if err := each(i, out); err != nil {
+			return engine.StepResult{}, err
+		}
+	}
+	return engine.NewStepResult(out, o), nil
+}
+
+func (s *statefulSession) Decode(ctx context.Context, tok int32, o engine.StepOptions) (engine.StepResult, error) {
+	if s.b.fail > 0 && s.n == s.b.fail {
+		return engine.StepResult{}, errors.New("step failed")
+	}
+	out := make([]float32, s.b.v)
+	s.step(tok, out)
+	return engine.NewStepResult(out, o), nil
+}
+
+// TestScoreByDecodeMatchesPrefill: the decode plan scores every position from the same prefix as
+// the prefill plan (a backend whose logits depend on the whole prefix gives the same Scores), and
+// a failing step is reported with its position.
+func TestScoreByDecodeMatchesPrefill(t *testing.T) {
+	b := &stateful{table: table{name: "s", v: 9}}
+	toks := []int32{3, 1, 4, 1, 5, 8, 2, 6}
+	pre, err := ScoreBy(context.Background(), b, toks, PlanPrefill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := ScoreBy(context.Background(), b, toks, PlanDecode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Diff(pre, dec); r.Top1Agreement != 1 || r.MaxAbsDLogp != 0 {
+		t.Fatalf("decode plan against prefill plan on the same backend: %+v", r)
+	}
+	b.fail = 5
+	if _, err := ScoreBy(context.Background(), b, toks, PlanDecode); err == nil || !strings.Contains(err.Error(), "position 5") {
+		t.Fatalf("a failing decode step: %v", err)
+	}
+}
+
+func TestParsePlan(t *testing.T) {
+	for _, p := range []Plan{PlanPrefill, PlanDecode} {
+		if got, err := ParsePlan(p.String()); err != nil || got != p {
+			t.Fatalf("ParsePlan(%q) = %v, %v", p.String(), got, err)
+		}
+	}
+	if _, err := ParsePlan("chunked"); err == nil {
+		t.Fatal("an unknown plan accepted")
 	}
 }
