@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "qmm_lanes_amd64.h"
+#include "qmv_vnni_amd64.h"
 
 // func qmm4TileVNNIAsm(out *float32, w unsafe.Pointer, rowBytes int, sc, bi unsafe.Pointer, scStride, blocks int, rec unsafe.Pointer, recStride, limbs, shift, pfW, pfSc int)
 //
@@ -32,20 +33,10 @@
 	VPBROADCASTD DX, Z28 \
 	MOVL $2, DX \
 	VPBROADCASTD DX, Z20 \
-	VMOVDQU32 pairIdxMM<>(SB), Z16 \
+	VMOVDQU32 pairIdx<>(SB), Z16 \
 	VPADDD Z20, Z16, Z17 \
 	VPADDD Z20, Z17, Z18 \
 	VPADDD Z20, Z18, Z19
-
-#define ZERO8 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7
 
 // DOT2(addr, n0, n1, s0, s1): one token's limb field at addr, loaded once (into Z30), into the
 // sums s0 and s1 of rows 0 and 1 (n0 and n1 their nibbles of that parity).
@@ -346,18 +337,6 @@ stored:
 	JNZ pair
 	VZEROUPPER
 	RET
-
-// pairIdxMM: VPERMPS indices that spread scale 0 over lanes 0–7 and scale 1 over lanes 8–15
-// (pair k adds 2k).
-DATA pairIdxMM<>+0(SB)/8, $0
-DATA pairIdxMM<>+8(SB)/8, $0
-DATA pairIdxMM<>+16(SB)/8, $0
-DATA pairIdxMM<>+24(SB)/8, $0
-DATA pairIdxMM<>+32(SB)/8, $0x0000000100000001
-DATA pairIdxMM<>+40(SB)/8, $0x0000000100000001
-DATA pairIdxMM<>+48(SB)/8, $0x0000000100000001
-DATA pairIdxMM<>+56(SB)/8, $0x0000000100000001
-GLOBL pairIdxMM<>(SB), RODATA|NOPTR, $64
 
 // VNNIperm2: VPERMPS indices (bytes, widened) from [r0t0..r0t3, r1t0..r1t3] to row pairs per token.
 DATA VNNIperm2<>+0(SB)/8, $0x0703060205010400

@@ -1,9 +1,10 @@
-// The four-row VNNI mat-vecs' shared macros (qmv4Rows4VNNIAsm in qmv_vnni_amd64.s,
-// qmv8Rows4VNNIAsm in qmv8_vnni_amd64.s). Both take (y, n, w, sc, bi, blocks, xl, dl, sum, pf) and
-// keep: rows at (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) (R15 the row bytes, R13 three times
-// that); scales at SI, the biases R8 bytes past them, BX the scale bytes of a row; dl in R14, the
-// group sums DX bytes past it; per row r the accumulator Z0+r, the bias terms Y4+r and the block's
-// multipliers Y8+r.
+// The VNNI kernels' shared tables and macros: the four-row mat-vecs' (qmv4Rows4VNNIAsm in
+// qmv_vnni_amd64.s, qmv8Rows4VNNIAsm in qmv8_vnni_amd64.s) pass scaffolding, and pairIdx and ZERO8,
+// which the 2-row integer GEMM tile (qmm_vnni_amd64.s) reads too. The mat-vecs take (y, n, w, sc,
+// bi, blocks, xl, dl, sum, pf) and keep: rows at (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) (R15
+// the row bytes, R13 three times that); scales at SI, the biases R8 bytes past them, BX the scale
+// bytes of a row; dl in R14, the group sums DX bytes past it; per row r the accumulator Z0+r, the
+// bias terms Y4+r and the block's multipliers Y8+r.
 
 // pairIdx (a copy in each file that includes this): for pair k of a block of four (8 groups),
 // VPERMPS indices that spread multiplier 2k over lanes 0–7 and 2k+1 over lanes 8–15.
@@ -16,6 +17,17 @@ DATA pairIdx<>+40(SB)/8, $0x0000000100000001
 DATA pairIdx<>+48(SB)/8, $0x0000000100000001
 DATA pairIdx<>+56(SB)/8, $0x0000000100000001
 GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
+
+// ZERO8: Z0–Z7 cleared.
+#define ZERO8 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7
 
 // QMV_SETUP(SHIFT): the registers from the arguments, the row bytes blocks << SHIFT (8 groups of
 // 4-bit weights: 256 bytes, SHIFT 8; of 8-bit ones 512, SHIFT 9).
@@ -39,14 +51,7 @@ GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 // loop's label); then CX the blocks, DI the limbs, R10 dl, R11 the weights pf bytes on (the far
 // prefetch) and R12 one pass on (the near one).
 #define QMV_PASS_START(SBSHIFT, LOOP) \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
+	ZERO8 \
 	MOVQ pf+72(FP), R9 \
 	SHRQ $SBSHIFT, R9 \
 	ADDQ SI, R9 \
