@@ -215,3 +215,51 @@ func TestInternalErrorHidden(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 }
+
+// TestRejectedBodyAnsweredAtOnce: a request turned away before its body is read — no read slot
+// free, no API key, the wrong Content-Type — gets its answer at once even when its body never
+// ends. net/http reads an unread body to its end before it answers on a connection it means to
+// keep; with no read deadline set yet, a chunked body that never finishes held the goroutine and
+// connection and the client never saw the answer.
+func TestRejectedBodyAnsweredAtOnce(t *testing.T) {
+	const bodyTimeout = 3 * time.Second
+	open := func(ct, auth string) string { // a chunked POST whose last chunk never comes
+		return "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: " + ct + "\r\n" + auth +
+			"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"pro\r\n"
+	}
+	e := servertest.New(t, func(c *server.Config) {
+		c.BodyTimeout = bodyTimeout
+		c.BodyReads = 1
+	})
+	held := make(chan int, 1)
+	go func() {
+		code, _ := rawRequest(t, e, open("application/json", ""), bodyTimeout+10*time.Second)
+		held <- code
+	}()
+	code := 0
+	for deadline := time.Now().Add(bodyTimeout - time.Second); code != 503 && time.Now().Before(deadline); {
+		code, _ = e.Post("/v1/completions", `{"prompt":"Hi","max_tokens":1}`) // 200 until the stuck body holds the slot
+	}
+	if code != 503 {
+		t.Fatalf("a complete body while the slot is held: %d", code)
+	}
+	for name, c := range map[string]struct {
+		head string
+		want int
+	}{
+		"no read slot":     {open("application/json", ""), http.StatusServiceUnavailable},
+		"wrong media type": {open("text/plain", ""), http.StatusUnsupportedMediaType},
+	} {
+		start := time.Now()
+		if got, body := rawRequest(t, e, c.head, time.Second); got != c.want {
+			t.Fatalf("%s, body never finished: %d %q after %v, want %d at once", name, got, body, time.Since(start), c.want)
+		}
+	}
+	if code := <-held; code != http.StatusRequestTimeout {
+		t.Fatalf("the stuck body that held the slot: %d", code)
+	}
+	k := servertest.New(t, func(c *server.Config) { c.APIKey = "secret" })
+	if got, body := rawRequest(t, k, open("application/json", ""), time.Second); got != http.StatusUnauthorized {
+		t.Fatalf("no API key, body never finished: %d %q, want 401 at once", got, body)
+	}
+}

@@ -64,12 +64,22 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status,
 				"bytes", rec.bytes, "duration", time.Since(start).Round(time.Microsecond), "remote", r.RemoteAddr)
 		}()
+		// reject answers before the body guard holds the body: with Connection: close, so that
+		// net/http does not first read an unread body to its end to keep the connection — with no
+		// read deadline yet, a client that never finishes its body (chunked) would hold that
+		// goroutine and connection, and never see the answer, for as long as it likes.
+		reject := func(err error) {
+			if r.Body != nil && r.Body != http.NoBody {
+				rec.Header().Set("Connection", "close")
+			}
+			writeError(rec, err)
+		}
 		if s.cfg.Loopback && !s.hostAllowed(r.Host) {
-			writeError(rec, ErrHostNotAllowed)
+			reject(ErrHostNotAllowed)
 			return
 		}
 		if !s.originOK(r) {
-			writeError(rec, ErrOriginNotAllowed)
+			reject(ErrOriginNotAllowed)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" {
@@ -85,19 +95,19 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 		}
 		if s.cfg.APIKey != "" && r.URL.Path != "/health" && !s.pageRequest(r) && !s.authorized(r) {
-			writeError(rec, ErrUnauthorized)
+			reject(ErrUnauthorized)
 			return
 		}
 		if s.jsonRoute(r) {
 			if err := checkJSONType(r); err != nil {
-				writeError(rec, err)
+				reject(err)
 				return
 			}
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			gb, err := s.bodies.acquire(w, r)
 			if err != nil {
-				writeError(rec, err)
+				reject(err)
 				return
 			}
 			defer gb.release(false)
