@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"diff":     {"localise a numerical divergence from ref to one point, layer and step", cmdDiff},
 		"inspect":  {"describe a checkpoint: layout, quantization, parameters, bytes", cmdInspect},
 		"synth":    {"write a random-weight checkpoint in the real layouts", cmdSynth},
+		"gguf":     {"write the checkpoint as llama.cpp's GGUF (Q4_0), to compare the engines", cmdGGUF},
 		"doctor":   {"check that this machine runs the Metal engine (device, limits, kernels, a checkpoint)", cmdDoctor},
 	}
 }
