@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -63,8 +66,10 @@ func cmdGGUF(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer ck.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	start := time.Now()
-	if err := writeGGUF(*out, ck.Weights, filepath.Base(dir), t); err != nil {
+	if err := writeGGUF(ctx, *out, ck.Weights, filepath.Base(dir), t); err != nil {
 		fmt.Fprintf(stderr, "lily gguf: %v\n", err)
 		return 1
 	}
@@ -78,8 +83,8 @@ func cmdGGUF(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeGGUF writes w to a new file at path, through a temporary file renamed at the end so that
-// an interrupted or failed export leaves no partial file under the name.
-func writeGGUF(path string, w *checkpoint.Weights, name string, t gguf.Type) error {
+// an interrupted (ctx: SIGINT, SIGTERM) or failed export leaves no file behind.
+func writeGGUF(ctx context.Context, path string, w *checkpoint.Weights, name string, t gguf.Type) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("%s exists", path)
 	}
@@ -88,7 +93,7 @@ func writeGGUF(path string, w *checkpoint.Weights, name string, t gguf.Type) err
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if err := ggufexport.Write(tmp, w, ggufexport.Options{Name: name, Type: t, Row: ref.Row}); err != nil {
+	if err := ggufexport.Write(ctx, tmp, w, ggufexport.Options{Name: name, Type: t, Row: ref.Row}); err != nil {
 		tmp.Close()
 		return err
 	}

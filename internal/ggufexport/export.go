@@ -23,6 +23,7 @@
 package ggufexport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +47,9 @@ type Options struct {
 	Row  RowFunc
 }
 
-// Write writes w as a qwen35moe GGUF file to out.
-func Write(out io.Writer, w *checkpoint.Weights, o Options) error {
+// Write writes w as a qwen35moe GGUF file to out. It stops with ctx's error between batches of
+// rows once ctx is done.
+func Write(ctx context.Context, out io.Writer, w *checkpoint.Weights, o Options) error {
 	if o.Type != gguf.Q4_0 && o.Type != gguf.F32 {
 		return fmt.Errorf("ggufexport: matrices as %v: want q4_0 or f32", o.Type)
 	}
@@ -58,7 +60,7 @@ func Write(out io.Writer, w *checkpoint.Weights, o Options) error {
 	if err != nil {
 		return err
 	}
-	ts, err := tensors(w, o)
+	ts, err := tensors(ctx, w, o)
 	if err != nil {
 		return err
 	}
@@ -136,11 +138,11 @@ func vHeadOrder(hk, hv int) []int {
 }
 
 // tensors returns every tensor of w, in llama.cpp's names, with the writers of their data.
-func tensors(w *checkpoint.Weights, o Options) ([]gguf.Tensor, error) {
+func tensors(ctx context.Context, w *checkpoint.Weights, o Options) ([]gguf.Tensor, error) {
 	q4 := func(name string, m *checkpoint.Matrix, rows, cols []int) gguf.Tensor {
-		return matrix(name, m, rows, cols, o.Type, o.Row)
+		return matrix(ctx, name, m, rows, cols, o.Type, o.Row)
 	}
-	f32 := func(name string, m *checkpoint.Matrix) gguf.Tensor { return f32(name, m, o.Row) }
+	f32 := func(name string, m *checkpoint.Matrix) gguf.Tensor { return f32(ctx, name, m, o.Row) }
 	d := w.Config.Dims()
 	vh := vHeadOrder(d.Hk, d.Hv)
 	kd := d.Hk * d.Dk // the qkv projection's q and k blocks, each

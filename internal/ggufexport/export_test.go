@@ -23,9 +23,13 @@ import (
 	"github.com/lily-engine/lily/ref"
 )
 
-func openFixture(t *testing.T) *checkpoint.Checkpoint {
+// layouts are the fixture's checkpoint layouts: MLX 4-bit (norms stored as multipliers) and
+// transformers bf16 (norms stored as w of 1+w, the loader adding the 1).
+var layouts = []string{"mlx", "hf"}
+
+func openFixture(t *testing.T, layout string) *checkpoint.Checkpoint {
 	t.Helper()
-	ck, err := checkpoint.Open("../../fixtures/models/tiny-a/mlx")
+	ck, err := checkpoint.Open("../../fixtures/models/tiny-a/" + layout)
 	require.NoError(t, err)
 	t.Cleanup(func() { ck.Close() })
 	return ck
@@ -35,7 +39,7 @@ func openFixture(t *testing.T) *checkpoint.Checkpoint {
 func export(t *testing.T, ck *checkpoint.Checkpoint, typ gguf.Type) ([]byte, *gguf.Info) {
 	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, Write(&buf, ck.Weights, Options{Name: "tiny-a", Type: typ, Row: ref.Row}))
+	require.NoError(t, Write(context.Background(), &buf, ck.Weights, Options{Name: "tiny-a", Type: typ, Row: ref.Row}))
 	info, err := gguf.ReadInfo(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	return buf.Bytes(), info
@@ -68,7 +72,7 @@ func floats(t *testing.T, file []byte, info *gguf.Info, name string) []float32 {
 // TestTensorSet holds the export to the tensor set, shapes and types llama.cpp's qwen35moe loader
 // requires (it refuses a file with a tensor more or less) and to its metadata.
 func TestTensorSet(t *testing.T) {
-	ck := openFixture(t)
+	ck := openFixture(t, "mlx")
 	c := ck.Weights.Config
 	d := c.Dims()
 	_, info := export(t, ck, gguf.Q4_0)
@@ -176,7 +180,13 @@ func TestValueHeadsTiled(t *testing.T) {
 // are ref's rows (permuted where llama.cpp's head order differs), ssm_a is −exp(A_log), and the
 // Q4_0 export's rows are those rows requantized.
 func TestExportedValues(t *testing.T) {
-	ck := openFixture(t)
+	for _, layout := range layouts {
+		t.Run(layout, func(t *testing.T) { checkExportedValues(t, layout) })
+	}
+}
+
+func checkExportedValues(t *testing.T, layout string) {
+	ck := openFixture(t, layout)
 	w := ck.Weights
 	d := w.Config.Dims()
 	file, info := export(t, ck, gguf.F32)
@@ -231,18 +241,21 @@ func TestExportedValues(t *testing.T) {
 }
 
 // TestWriteRefuses: a configuration llama.cpp's qwen35moe cannot run, or a type the export does
-// not write, is an error and no file.
+// not write, is an error and no file; a cancelled export stops.
 func TestWriteRefuses(t *testing.T) {
-	ck := openFixture(t)
+	ck := openFixture(t, "mlx")
 	cfg := *ck.Weights.Config
 	cfg.LinearValueHeadDim *= 2
 	w := *ck.Weights
 	w.Config = &cfg
 	var buf bytes.Buffer
-	require.ErrorContains(t, Write(&buf, &w, Options{Type: gguf.Q4_0, Row: ref.Row}), "equal DeltaNet key and value head dims")
-	require.ErrorContains(t, Write(&buf, ck.Weights, Options{Type: gguf.Q8_0, Row: ref.Row}), "want q4_0 or f32")
-	require.ErrorContains(t, Write(&buf, ck.Weights, Options{Type: gguf.Q4_0}), "no row dequantizer")
+	require.ErrorContains(t, Write(context.Background(), &buf, &w, Options{Type: gguf.Q4_0, Row: ref.Row}), "equal DeltaNet key and value head dims")
+	require.ErrorContains(t, Write(context.Background(), &buf, ck.Weights, Options{Type: gguf.Q8_0, Row: ref.Row}), "want q4_0 or f32")
+	require.ErrorContains(t, Write(context.Background(), &buf, ck.Weights, Options{Type: gguf.Q4_0}), "no row dequantizer")
 	require.Zero(t, buf.Len())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, Write(ctx, &buf, ck.Weights, Options{Type: gguf.Q4_0, Row: ref.Row}), context.Canceled)
 }
 
 // TestLlamaCppAgrees runs llama.cpp on the F32 export of a fixture and compares its logits at
@@ -254,11 +267,17 @@ func TestLlamaCppAgrees(t *testing.T) {
 	if tool == "" {
 		t.Skip("LILY_LLAMA_LOGITS names no llama-logits binary (scripts/llama-logits/logits.c); llama.cpp is not part of the test setup")
 	}
-	ck := openFixture(t)
+	for _, layout := range layouts {
+		t.Run(layout, func(t *testing.T) { checkLlamaCpp(t, tool, layout) })
+	}
+}
+
+func checkLlamaCpp(t *testing.T, tool, layout string) {
+	ck := openFixture(t, layout)
 	path := filepath.Join(t.TempDir(), "tiny-a.gguf")
 	f, err := os.Create(path)
 	require.NoError(t, err)
-	require.NoError(t, Write(f, ck.Weights, Options{Name: "tiny-a", Type: gguf.F32, Row: ref.Row}))
+	require.NoError(t, Write(context.Background(), f, ck.Weights, Options{Name: "tiny-a", Type: gguf.F32, Row: ref.Row}))
 	require.NoError(t, f.Close())
 
 	toks := []int32{1, 17, 300, 4000, 5, 77, 1234, 999, 42, 3000, 12, 13, 2048, 7, 4351, 0}

@@ -1,6 +1,7 @@
 package ggufexport
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -11,8 +12,8 @@ import (
 )
 
 // f32 is matrix m dequantized to float32 (a [1, In] matrix as the vector ne: [In]).
-func f32(name string, m *checkpoint.Matrix, row RowFunc) gguf.Tensor {
-	t := matrix(name, m, nil, nil, gguf.F32, row)
+func f32(ctx context.Context, name string, m *checkpoint.Matrix, row RowFunc) gguf.Tensor {
+	t := matrix(ctx, name, m, nil, nil, gguf.F32, row)
 	if m.Experts == 0 && m.Out == 1 {
 		t.Shape = t.Shape[:1]
 	}
@@ -40,7 +41,7 @@ func conv(name string, c []float32, channels []int, k int) gguf.Tensor {
 // matrix is m as a tensor of typ (ne: [In, Out] or [In, Out, Experts]). rows, when set, gives
 // the source row of each output row within an expert; cols the source column of each output
 // column.
-func matrix(name string, m *checkpoint.Matrix, rows, cols []int, typ gguf.Type, row RowFunc) gguf.Tensor {
+func matrix(ctx context.Context, name string, m *checkpoint.Matrix, rows, cols []int, typ gguf.Type, row RowFunc) gguf.Tensor {
 	shape := []int64{int64(m.In), int64(m.Out)}
 	if m.Experts > 0 {
 		shape = append(shape, int64(m.Experts))
@@ -49,7 +50,7 @@ func matrix(name string, m *checkpoint.Matrix, rows, cols []int, typ gguf.Type, 
 		if rows != nil && len(rows) != m.Out || cols != nil && len(cols) != m.In {
 			return fmt.Errorf("matrix %s [%d, %d]: a permutation of %d rows and %d columns", m.Name, m.Out, m.In, len(rows), len(cols))
 		}
-		return writeRows(w, max(m.Experts, 1)*m.Out, m.In, typ, func(i int, dst, tmp []float32) error {
+		return writeRows(ctx, w, max(m.Experts, 1)*m.Out, m.In, typ, func(i int, dst, tmp []float32) error {
 			e, r := i/m.Out, i%m.Out
 			if rows != nil {
 				r = rows[r]
@@ -72,8 +73,8 @@ func matrix(name string, m *checkpoint.Matrix, rows, cols []int, typ gguf.Type, 
 const rowBatch = 64
 
 // writeRows writes n rows of width in, each produced by row (into dst, with tmp as scratch), as
-// typ, converting batches of rows on every core and writing them in order.
-func writeRows(w io.Writer, n, in int, typ gguf.Type, row func(i int, dst, tmp []float32) error) error {
+// typ, converting batches of rows on every core and writing them in order, until ctx is done.
+func writeRows(ctx context.Context, w io.Writer, n, in int, typ gguf.Type, row func(i int, dst, tmp []float32) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	type batch struct {
 		out []byte
@@ -81,6 +82,9 @@ func writeRows(w io.Writer, n, in int, typ gguf.Type, row func(i int, dst, tmp [
 	}
 	bufs := make([]batch, workers)
 	for b0 := 0; b0 < n; b0 += workers * rowBatch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var wg sync.WaitGroup
 		for k := range bufs {
 			lo := b0 + k*rowBatch
