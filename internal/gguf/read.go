@@ -207,44 +207,44 @@ func (d *dec) array() any {
 	n := d.count("array elements")
 	switch valueType(et) {
 	case typeUint8:
-		return readArray(d, n, et, func(v any) uint8 { return v.(uint8) })
+		return readArray[uint8](d, n, et)
 	case typeInt8:
-		return readArray(d, n, et, func(v any) int8 { return v.(int8) })
+		return readArray[int8](d, n, et)
 	case typeUint16:
-		return readArray(d, n, et, func(v any) uint16 { return v.(uint16) })
+		return readArray[uint16](d, n, et)
 	case typeInt16:
-		return readArray(d, n, et, func(v any) int16 { return v.(int16) })
+		return readArray[int16](d, n, et)
 	case typeUint32:
-		return readArray(d, n, et, func(v any) uint32 { return v.(uint32) })
+		return readArray[uint32](d, n, et)
 	case typeInt32:
-		return readArray(d, n, et, func(v any) int32 { return v.(int32) })
+		return readArray[int32](d, n, et)
 	case typeUint64:
-		return readArray(d, n, et, func(v any) uint64 { return v.(uint64) })
+		return readArray[uint64](d, n, et)
 	case typeInt64:
-		return readArray(d, n, et, func(v any) int64 { return v.(int64) })
+		return readArray[int64](d, n, et)
 	case typeFloat32:
-		return readArray(d, n, et, func(v any) float32 { return v.(float32) })
+		return readArray[float32](d, n, et)
 	case typeFloat64:
-		return readArray(d, n, et, func(v any) float64 { return v.(float64) })
+		return readArray[float64](d, n, et)
 	case typeBool:
-		return readArray(d, n, et, func(v any) bool { return v.(bool) })
+		return readArray[bool](d, n, et)
 	case typeString:
-		return readArray(d, n, et, func(v any) string { return v.(string) })
+		return readArray[string](d, n, et)
 	}
 	d.fail(fmt.Errorf("gguf: array of value type %d", et))
 	return nil
 }
 
-// readArray reads n elements of type et, growing the slice as they arrive (a corrupt count fails
-// at the end of the input, not in an allocation).
-func readArray[T any](d *dec, n uint64, et uint32, as func(any) T) []T {
+// readArray reads n elements of type et (whose values d.value returns as T), growing the slice
+// as they arrive (a corrupt count fails at the end of the input, not in an allocation).
+func readArray[T any](d *dec, n uint64, et uint32) []T {
 	var xs []T
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		v := d.value(et, false)
 		if d.err != nil {
 			break
 		}
-		xs = append(xs, as(v))
+		xs = append(xs, v.(T))
 	}
 	return xs
 }

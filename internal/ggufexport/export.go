@@ -139,19 +139,20 @@ func vHeadOrder(hk, hv int) []int {
 
 // tensors returns every tensor of w, in llama.cpp's names, with the writers of their data.
 func tensors(ctx context.Context, w *checkpoint.Weights, o Options) ([]gguf.Tensor, error) {
-	q4 := func(name string, m *checkpoint.Matrix, rows, cols []int) gguf.Tensor {
+	// weight is a matrix in o.Type; float one in F32 (the router, the shared expert's gate).
+	weight := func(name string, m *checkpoint.Matrix, rows, cols []int) gguf.Tensor {
 		return matrix(ctx, name, m, rows, cols, o.Type, o.Row)
 	}
-	f32 := func(name string, m *checkpoint.Matrix) gguf.Tensor { return f32(ctx, name, m, o.Row) }
+	float := func(name string, m *checkpoint.Matrix) gguf.Tensor { return matrixF32(ctx, name, m, o.Row) }
 	d := w.Config.Dims()
 	vh := vHeadOrder(d.Hk, d.Hv)
 	kd := d.Hk * d.Dk // the qkv projection's q and k blocks, each
 	ts := []gguf.Tensor{
-		q4("token_embd.weight", &w.Embed, nil, nil),
+		weight("token_embd.weight", &w.Embed, nil, nil),
 		vec("output_norm.weight", w.FinalNorm),
 	}
 	if !w.Config.TieWordEmbeddings {
-		ts = append(ts, q4("output.weight", &w.LMHead, nil, nil))
+		ts = append(ts, weight("output.weight", &w.LMHead, nil, nil))
 	}
 	for i := range w.Layers {
 		l := &w.Layers[i]
@@ -166,22 +167,22 @@ func tensors(ctx context.Context, w *checkpoint.Weights, o Options) ([]gguf.Tens
 				ssmA[h] = float32(-math.Exp(float64(g.ALog[src])))
 			}
 			ts = append(ts,
-				q4(p+"attn_qkv.weight", &g.QKV, qkvRows, nil),
-				q4(p+"attn_gate.weight", &g.Z, heads(vh, d.Dv, 0), nil),
-				q4(p+"ssm_beta.weight", &g.B, vh, nil),
-				q4(p+"ssm_alpha.weight", &g.A, vh, nil),
+				weight(p+"attn_qkv.weight", &g.QKV, qkvRows, nil),
+				weight(p+"attn_gate.weight", &g.Z, heads(vh, d.Dv, 0), nil),
+				weight(p+"ssm_beta.weight", &g.B, vh, nil),
+				weight(p+"ssm_alpha.weight", &g.A, vh, nil),
 				vec(p+"ssm_dt.bias", permute(g.DtBias, vh)),
 				vec(p+"ssm_a", ssmA),
 				conv(p+"ssm_conv1d.weight", g.Conv, qkvRows, d.K),
 				vec(p+"ssm_norm.weight", g.Norm),
-				q4(p+"ssm_out.weight", &g.Out, nil, heads(vh, d.Dv, 0)))
+				weight(p+"ssm_out.weight", &g.Out, nil, heads(vh, d.Dv, 0)))
 		case l.Attn != nil:
 			at := l.Attn
 			ts = append(ts,
-				q4(p+"attn_q.weight", &at.Q, nil, nil),
-				q4(p+"attn_k.weight", &at.K, nil, nil),
-				q4(p+"attn_v.weight", &at.V, nil, nil),
-				q4(p+"attn_output.weight", &at.O, nil, nil),
+				weight(p+"attn_q.weight", &at.Q, nil, nil),
+				weight(p+"attn_k.weight", &at.K, nil, nil),
+				weight(p+"attn_v.weight", &at.V, nil, nil),
+				weight(p+"attn_output.weight", &at.O, nil, nil),
 				vec(p+"attn_q_norm.weight", at.QNorm),
 				vec(p+"attn_k_norm.weight", at.KNorm))
 		default:
@@ -189,14 +190,14 @@ func tensors(ctx context.Context, w *checkpoint.Weights, o Options) ([]gguf.Tens
 		}
 		m := &l.MoE
 		ts = append(ts,
-			f32(p+"ffn_gate_inp.weight", &m.Router),
-			q4(p+"ffn_gate_exps.weight", &m.Gate, nil, nil),
-			q4(p+"ffn_up_exps.weight", &m.Up, nil, nil),
-			q4(p+"ffn_down_exps.weight", &m.Down, nil, nil),
-			f32(p+"ffn_gate_inp_shexp.weight", &m.SharedEG),
-			q4(p+"ffn_gate_shexp.weight", &m.SharedGate, nil, nil),
-			q4(p+"ffn_up_shexp.weight", &m.SharedUp, nil, nil),
-			q4(p+"ffn_down_shexp.weight", &m.SharedDown, nil, nil))
+			float(p+"ffn_gate_inp.weight", &m.Router),
+			weight(p+"ffn_gate_exps.weight", &m.Gate, nil, nil),
+			weight(p+"ffn_up_exps.weight", &m.Up, nil, nil),
+			weight(p+"ffn_down_exps.weight", &m.Down, nil, nil),
+			float(p+"ffn_gate_inp_shexp.weight", &m.SharedEG),
+			weight(p+"ffn_gate_shexp.weight", &m.SharedGate, nil, nil),
+			weight(p+"ffn_up_shexp.weight", &m.SharedUp, nil, nil),
+			weight(p+"ffn_down_shexp.weight", &m.SharedDown, nil, nil))
 	}
 	return ts, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/lily-engine/lily/internal/gguf"
 )
 
-// f32 is matrix m dequantized to float32 (a [1, In] matrix as the vector ne: [In]).
-func f32(ctx context.Context, name string, m *checkpoint.Matrix, row RowFunc) gguf.Tensor {
+// matrixF32 is matrix m dequantized to float32 (a [1, In] matrix as the vector ne: [In]).
+func matrixF32(ctx context.Context, name string, m *checkpoint.Matrix, row RowFunc) gguf.Tensor {
 	t := matrix(ctx, name, m, nil, nil, gguf.F32, row)
 	if m.Experts == 0 && m.Out == 1 {
 		t.Shape = t.Shape[:1]
