@@ -44,15 +44,15 @@ func (s *Session) deltanetPrefill(li int, l *layer, a []float32, t int, r []floa
 	o := s.pf.take(t * vd)
 	y := s.pf.take(t * vd)
 	ssm := s.ssm[li]
-	m.run.Run(d.Hv, func(lo, hi int) {
-		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr, lo, hi, s.pos == 0)
+	m.run.RunTask(d.Hv, workerTask(func(w, lo, hi int) {
+		deltanetChunked(m.ops, d, t, qkv, d.ConvDim(), qkv[2*d.Hk*d.Dk:], d.ConvDim(), g, beta, ssm, o, s.scr[w], lo, hi, s.pos == 0)
 		for i := 0; i < t; i++ {
 			for h := lo; h < hi; h++ {
 				at := i*vd + h*d.Dv
 				gatedNorm(m.ops, o[at:at+d.Dv], z[at:at+d.Dv], l.gn, y[at:at+d.Dv], m.eps())
 			}
 		}
-	})
+	}))
 	s.muls(mulJob{l.out, y, t, r, m.cfg.HiddenSize})
 }
 

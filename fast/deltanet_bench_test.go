@@ -28,16 +28,13 @@ func BenchmarkDeltaNetChunked(b *testing.B) {
 			ops := vecOps{cpu.New(pool)}
 			d := &checkpoint.Dims{Hk: 16, Hv: 32, Dk: 128, Dv: 128, K: 4}
 			in := newChunkInputs(d, T, 1, 1)
-			scr := make([]*deltanetScratch, d.Hv)
-			for h := range scr {
-				scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
-			}
+			sc := newDeltaNetScratch(d.Dk, d.Dv)
 			state := make([]float32, len(in.state))
 			out := make([]float32, T*d.Hv*d.Dv)
 			c0, n := threadCPUTime(), 0
 			for b.Loop() {
 				copy(state, in.state)
-				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, scr, 0, d.Hv, false)
+				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, sc, 0, d.Hv, false)
 				n++
 			}
 			b.ReportMetric(float64(threadCPUTime()-c0)/float64(n)/1e6, "thread-ms/op")

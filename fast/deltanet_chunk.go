@@ -11,9 +11,9 @@ import (
 // 64 takes 14% less time (BenchmarkDeltaNetChunked), and the tiles still run at full width.
 const chunk = 16
 
-// deltanetScratch is one value head's working memory for the chunked delta rule. The "K then Q"
-// buffers hold a chunk's n key rows and then its n query rows contiguously, so that one tile call
-// serves both.
+// deltanetScratch is one worker's working memory for the chunked delta rule, one value head at a
+// time. The "K then Q" buffers hold a chunk's n key rows and then its n query rows contiguously, so
+// that one tile call serves both.
 type deltanetScratch struct {
 	gam    [chunk]float32     // Γ_i: cumulative log-decay inside the chunk
 	el     [chunk]float32     // e^{Γ_last−Γ_j}
@@ -50,17 +50,19 @@ func newDeltaNetScratch(dk, dv int) *deltanetScratch {
 // decays, e^{Γ} reaches e^{−100} and below inside a chunk).
 //
 // zero says the state holds zeros (a sequence's first tokens): the first chunk then skips the
-// terms that read it (K·S, Q·S and the state's decay), which on a short prompt are passes over
-// every head's state from DRAM; the results are the same but for the sign of zeros.
+// terms that read it (K·S, Q·S and the state's decay) and overwrites the state rather than adding
+// to it (cpu.SetTileT), which on a short prompt would be passes over every head's state from DRAM;
+// the results are the same but for the sign of zeros.
+//
+// sc is the calling worker's scratch, reused from head to head (it stays in the caches).
 func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStride int, v []float32, vStride int, g, beta, state, out []float32,
-	scr []*deltanetScratch, lo, hi int, zero bool) {
+	sc *deltanetScratch, lo, hi int, zero bool) {
 	dk, dv, hv := d.Dk, d.Dv, d.Hv
 	rep := hv / d.Hk
 	kOff := d.Hk * dk
 	for h := lo; h < hi; h++ {
 		kh := h / rep
 		s := state[h*dk*dv : (h+1)*dk*dv]
-		sc := scr[h]
 		for c0 := 0; c0 < t; c0 += chunk {
 			n := min(chunk, t-c0)
 			gam, el, f := sc.gam[:n], sc.el[:n], sc.f[:2*n]
@@ -109,7 +111,13 @@ func deltanetChunked(ops vecOps, d *checkpoint.Dims, t int, qk []float32, qkStri
 				ops.scaleAxpy(s, f[2*n-1], 0, s)
 			}
 			ops.scaleRows(sq, dk, kg, dk, el)
-			ops.accumTileT(s, dk, dv, sq, dk, n, u, dv)
+			if empty {
+				// The state is zero: written, not read; past the caches when no later chunk of
+				// this call reads it back (the next reader comes after the other layers' traffic).
+				ops.setTileT(s, dk, dv, sq, dk, n, u, dv, c0+n == t)
+			} else {
+				ops.accumTileT(s, dk, dv, sq, dk, n, u, dv)
+			}
 		}
 	}
 }

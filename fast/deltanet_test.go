@@ -70,11 +70,8 @@ func testChunkedEqualsRecurrent(t *testing.T, step, ops vecOps, dk, dv int, deca
 			deltanetStep(step, d, qk[i*qkW:(i+1)*qkW], v[i*d.Hv*d.Dv:(i+1)*d.Hv*d.Dv], g[i*d.Hv:(i+1)*d.Hv], beta[i*d.Hv:(i+1)*d.Hv],
 				s1, o1[i*d.Hv*d.Dv:(i+1)*d.Hv*d.Dv], make([]float32, d.Hv*(d.Dk+d.Dv)), 0, d.Hv)
 		}
-		scr := make([]*deltanetScratch, d.Hv)
-		for h := range scr {
-			scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
-		}
-		deltanetChunked(ops, d, T, qk, qkW, v, d.Hv*d.Dv, g, beta, s2, o2, scr, 0, d.Hv, false)
+		sc := newDeltaNetScratch(d.Dk, d.Dv)
+		deltanetChunked(ops, d, T, qk, qkW, v, d.Hv*d.Dv, g, beta, s2, o2, sc, 0, d.Hv, false)
 		if e := maxAbsDiff(o1, o2); e > chunkVsStepTol {
 			t.Fatalf("dk %d decay %g T=%d: outputs differ by %g", dk, decay, T, e)
 		}
@@ -96,12 +93,9 @@ func TestDeltaNetChunkedZeroState(t *testing.T) {
 		for _, T := range []int{1, 5, chunk, 2*chunk + 3} {
 			in := newChunkInputs(d, T, 0.5, uint64(T))
 			run := func(zero bool) (state, out []float32) {
-				scr := make([]*deltanetScratch, d.Hv)
-				for h := range scr {
-					scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
-				}
+				sc := newDeltaNetScratch(d.Dk, d.Dv)
 				state, out = make([]float32, len(in.state)), make([]float32, T*d.Hv*d.Dv)
-				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, scr, 0, d.Hv, zero)
+				deltanetChunked(ops, d, T, in.qk, in.qkW, in.v, d.Hv*d.Dv, in.g, in.beta, state, out, sc, 0, d.Hv, zero)
 				return state, out
 			}
 			s1, o1 := run(false)

@@ -129,6 +129,12 @@ func (o vecOps) accumTileT(out []float32, m, d int, pt []float32, ps, n int, v [
 	o.k.AccumTileT(out, m, d, pt, ps, n, v, vs)
 }
 
+// setTileT: out[i·d : (i+1)·d] = Σ_j pt[j·ps+i]·v[j·vs : j·vs+d] for i < m, out's old contents not
+// read; with stream, stored past the caches (cpu.SetTileT).
+func (o vecOps) setTileT(out []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, stream bool) {
+	o.k.SetTileT(out, m, d, pt, ps, n, v, vs, stream)
+}
+
 // unitLowerInverse: t = (I − L)⁻¹ for L the strictly lower triangle of l: [n, n] (cpu.UnitLowerInverse).
 func (o vecOps) unitLowerInverse(t, l []float32, n int) { o.k.UnitLowerInverse(t, l, n) }
 

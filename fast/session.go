@@ -19,10 +19,10 @@ type Session struct {
 	stateSet            // conv and ssm: the DeltaNet layers' recurrent state (state_bufs.go)
 	kv       []*kvCache // per layer (attention only)
 	dec      *decodeBufs
-	scr      []*deltanetScratch
-	moe      expertBufs  // moeExperts' buffers, kept across the layers and chunks of a Prefill call
-	pf       prefillBufs // the prefill plan's chunk-sized activations, kept as long
-	work     workerBufs  // the prefill plan's per-worker scratch, kept as long
+	scr      []*deltanetScratch // the chunked delta rule's, per pool worker
+	moe      expertBufs         // moeExperts' buffers, kept across the layers and chunks of a Prefill call
+	pf       prefillBufs        // the prefill plan's chunk-sized activations, kept as long
+	work     workerBufs         // the prefill plan's per-worker scratch, kept as long
 
 	vecBufs map[int][]*cpu.Vec // prepared mat-vec inputs by length (fast/cpu kernels only)
 	vecUsed map[int]int        // how many of vecBufs[n] the current gathered dispatch holds
@@ -44,7 +44,7 @@ func (m *Model) newSession() *Session {
 	sb := m.sessions.take()
 	if sb == nil {
 		d := m.dims
-		sb = &sessionBufs{dec: newDecodeBufs(m), scr: make([]*deltanetScratch, d.Hv), kv: make([]*kvCache, n)}
+		sb = &sessionBufs{dec: newDecodeBufs(m), scr: make([]*deltanetScratch, m.run.Workers()), kv: make([]*kvCache, n)}
 		for h := range sb.scr {
 			sb.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
 		}

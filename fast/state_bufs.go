@@ -92,7 +92,7 @@ func copyState(dst, src stateSet) {
 }
 
 // sessionBufs are the working buffers a closed session leaves for the next new one: the decode
-// plan's (decodeBufs, 1 MiB of it the logits row), the DeltaNet prefill's per-head scratch, and
+// plan's (decodeBufs, 1 MiB of it the logits row), the DeltaNet prefill's per-worker scratch, and
 // the KV arrays no snapshot shares (at length 0; a new session's first reserve reuses their
 // capacity). None needs clearing: each is written before it is read (TestStateRecycled checks a
 // recycled session's prefill and decode bit for bit against a fresh one's). Fresh, these cost a

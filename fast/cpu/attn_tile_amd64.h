@@ -111,11 +111,14 @@ step: \
 	VFMADD231PS Z0, w, a \
 	VFMADD231PS Z1, w, b
 
-// ACCUMOCTET is accumOctet's body after its arguments: VLOAD loads 16 value dimensions into a
-// register, VHALF is the bytes of 16 value elements (where a chunk's second vector starts) and
-// VCHUNK those of a chunk's 32. Each key starts with APF, which the including file defines (a
-// prefetch of the chunk in a later key's row, or nothing).
-#define ACCUMOCTET(VLOAD, VHALF, VCHUNK) \
+// ACCUMOCTETX is the body of accumOctet and its variants after their arguments: VLOAD loads 16
+// value dimensions into a register, VHALF is the bytes of 16 value elements (where a chunk's second
+// vector starts) and VCHUNK those of a chunk's 32. LROW starts a row's two accumulators (LOADROW,
+// or ZEROROW where the output is overwritten), SROW ends them (STOREROW, or a non-temporal store),
+// and OPF runs after a chunk's rows are started (a prefetch of the output's next rows, or nothing).
+// Each key starts with APF, which the including file defines (a prefetch of the chunk in a later
+// key's row, or nothing).
+#define ACCUMOCTETX(VLOAD, VHALF, VCHUNK, LROW, SROW, OPF) \
 	MOVQ o+0(FP), BX \
 	MOVQ oRow+8(FP), SI \
 	MOVQ pt+16(FP), R11 \
@@ -125,14 +128,15 @@ step: \
 	MOVQ chunks+48(FP), R14 \
 chunk: \
 	MOVQ BX, R8 \
-	LOADROW(Z16, Z17) \
-	LOADROW(Z18, Z19) \
-	LOADROW(Z20, Z21) \
-	LOADROW(Z22, Z23) \
-	LOADROW(Z24, Z25) \
-	LOADROW(Z26, Z27) \
-	LOADROW(Z28, Z29) \
-	LOADROW(Z30, Z31) \
+	LROW(Z16, Z17) \
+	LROW(Z18, Z19) \
+	LROW(Z20, Z21) \
+	LROW(Z22, Z23) \
+	LROW(Z24, Z25) \
+	LROW(Z26, Z27) \
+	LROW(Z28, Z29) \
+	LROW(Z30, Z31) \
+	OPF \
 	MOVQ R13, DI \
 	MOVQ R11, R9 \
 	MOVQ R12, R10 \
@@ -153,17 +157,21 @@ key: \
 	DECQ R10 \
 	JNZ key \
 	MOVQ BX, R8 \
-	STOREROW(Z16, Z17) \
-	STOREROW(Z18, Z19) \
-	STOREROW(Z20, Z21) \
-	STOREROW(Z22, Z23) \
-	STOREROW(Z24, Z25) \
-	STOREROW(Z26, Z27) \
-	STOREROW(Z28, Z29) \
-	STOREROW(Z30, Z31) \
+	SROW(Z16, Z17) \
+	SROW(Z18, Z19) \
+	SROW(Z20, Z21) \
+	SROW(Z22, Z23) \
+	SROW(Z24, Z25) \
+	SROW(Z26, Z27) \
+	SROW(Z28, Z29) \
+	SROW(Z30, Z31) \
 	ADDQ $128, BX \
 	ADDQ $VCHUNK, R13 \
 	DECQ R14 \
 	JNZ chunk \
 	VZEROUPPER \
 	RET
+
+// ACCUMOCTET is accumOctet's body: the output's rows loaded and stored, nothing prefetched.
+#define NOOPF
+#define ACCUMOCTET(VLOAD, VHALF, VCHUNK) ACCUMOCTETX(VLOAD, VHALF, VCHUNK, LOADROW, STOREROW, NOOPF)

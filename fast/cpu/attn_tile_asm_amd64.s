@@ -29,3 +29,73 @@ TEXT ·scoreQuads(SB), NOSPLIT, $0-64
 // a broadcast shuffle per weight).
 TEXT ·accumOctet(SB), NOSPLIT, $0-56
 	ACCUMOCTET(VMOVUPS, 64, 128)
+
+// ZEROROW starts a row's two accumulators at zero, for an output that is overwritten (its old
+// contents never read); NTROW stores them with non-temporal stores (64-byte aligned rows), past the
+// caches, for an output not read again before other traffic would evict it. Both step R8 to the
+// next row.
+#define ZEROROW(a, b) \
+	VPXORD a, a, a \
+	VPXORD b, b, b \
+	ADDQ SI, R8
+#define NTROW(a, b) \
+	VMOVNTPS a, (R8) \
+	VMOVNTPS b, 64(R8) \
+	ADDQ SI, R8
+
+// NEXTOCTET prefetches into L1 the chunk's 32 dimensions of the 8 output rows after this octet's
+// (BX + 8·oRow on): the chunked delta rule's state update walks a head's state octet by octet, and
+// a cold state's lines otherwise arrive one octet at a time, at DRAM latency (past the last octet
+// it prefetches whatever follows, which a prefetch may do).
+#define NEXTOCTET \
+	LEAQ (BX)(SI*8), AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX)
+
+// func accumOctetNext(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+//
+// accumOctet, prefetching the next octet's rows of o (NEXTOCTET).
+TEXT ·accumOctetNext(SB), NOSPLIT, $0-56
+	ACCUMOCTETX(VMOVUPS, 64, 128, LOADROW, STOREROW, NEXTOCTET)
+
+// func setOctetNext(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+//
+// accumOctet with o overwritten rather than added to (its old contents never read), prefetching
+// the next octet's rows (whose stores would otherwise each wait for the line to be read).
+TEXT ·setOctetNext(SB), NOSPLIT, $0-56
+	ACCUMOCTETX(VMOVUPS, 64, 128, ZEROROW, STOREROW, NEXTOCTET)
+
+// func setOctetStream(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+//
+// accumOctet with o overwritten by non-temporal stores (o and oRow 64-byte aligned): neither read
+// nor brought into the caches. The caller fences (storeFence) before the stores are read.
+TEXT ·setOctetStream(SB), NOSPLIT, $0-56
+	ACCUMOCTETX(VMOVUPS, 64, 128, ZEROROW, NTROW, NOOPF)
+
+// func storeFence()
+//
+// SFENCE: the non-temporal stores before it are globally visible before any store after it.
+TEXT ·storeFence(SB), NOSPLIT, $0-0
+	SFENCE
+	RET

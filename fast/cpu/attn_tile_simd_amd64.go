@@ -117,6 +117,21 @@ func accumTileSIMD(o []float32, m, d int, p []float32, n int, v []float32, vs in
 //go:noescape
 func accumOctet(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
 
+// accumOctetNext, setOctetNext, setOctetStream and storeFence are in attn_tile_asm_amd64.s: the
+// state update's octets (accumOctet prefetching the next octet's rows; overwriting o, the same;
+// overwriting it with non-temporal stores) and the fence after the last.
+//
+//go:noescape
+func accumOctetNext(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+
+//go:noescape
+func setOctetNext(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+
+//go:noescape
+func setOctetStream(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
+
+func storeFence()
+
 // accumTile4 is accumTilePortable in tiles of 4 output rows × 32 dimensions held in registers
 // across the keys: per key two value loads and four broadcast weights feed eight FMAs (AxpyRows:
 // one output row per pass over the values). The weights of a 4-row strip are first copied to the

@@ -57,13 +57,46 @@ func (k *Kernels) CausalDecay(c []float32, n int, gam, s []float32, strict bool)
 // AccumTileT is AccumTile with the weights transposed: o[i·d+x] += Σ_j pt[j·ps+i]·v[j·vs+x] for
 // i < m, x < d, j < n (weight row j holds key j's weight for every output row, at stride ps ≥ m).
 func (k *Kernels) AccumTileT(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int) {
-	if m <= 0 || n <= 0 {
+	k.tileT("AccumTileT", o, m, d, pt, ps, n, v, vs, tileAdd)
+}
+
+// SetTileT is AccumTileT onto zeros: o[i·d+x] = Σ_j pt[j·ps+i]·v[j·vs+x], o's old contents never
+// read (the same bits as AccumTileT on a zeroed o). With stream, o's rows go to memory past the
+// caches where the CPU can (non-temporal stores, fenced before SetTileT returns): for an output
+// that other traffic would evict before it is read again, so that neither its old lines are read
+// nor its new ones take cache from data read sooner.
+func (k *Kernels) SetTileT(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, stream bool) {
+	out := tileSet
+	if stream {
+		out = tileStream
+	}
+	k.tileT("SetTileT", o, m, d, pt, ps, n, v, vs, out)
+}
+
+// tileOut is what a transposed tile does with its output: adds to it, overwrites it, or overwrites
+// it past the caches.
+type tileOut uint8
+
+const (
+	tileAdd tileOut = iota
+	tileSet
+	tileStream
+)
+
+func (k *Kernels) tileT(name string, o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, out tileOut) {
+	if m <= 0 || d <= 0 {
+		return
+	}
+	if n <= 0 {
+		if out != tileAdd {
+			clear(o[:m*d])
+		}
 		return
 	}
 	if len(o) < m*d || ps < m || len(pt) < (n-1)*ps+m || vs < d || len(v) < (n-1)*vs+d {
-		panic("cpu: AccumTileT: buffers too short for the shapes")
+		panic("cpu: " + name + ": buffers too short for the shapes")
 	}
-	k.f.accumTileT(o, m, d, pt, ps, n, v, vs)
+	k.f.accumTileT(o, m, d, pt, ps, n, v, vs, out)
 }
 
 // decayFactor returns e^{x} in float32, or 0 where it is under DecayTiny.
@@ -118,7 +151,10 @@ func causalDecayPortable(c []float32, n int, gam, s []float32, strict bool, _ *e
 	}
 }
 
-func accumTileTPortable(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int) {
+func accumTileTPortable(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, out tileOut) {
+	if out != tileAdd {
+		clear(o[:m*d])
+	}
 	for j := range n {
 		w, vr := pt[j*ps:j*ps+m], v[j*vs:j*vs+d]
 		for i, a := range w {

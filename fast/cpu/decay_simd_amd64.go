@@ -144,14 +144,19 @@ func causalDecaySIMD(c []float32, n int, gam, s []float32, strict bool, ec *expC
 	archsimd.ClearAVXUpperBits()
 }
 
-// accumTileTSIMD is accumTileTPortable on accumOctet where the CPU has AVX-512 and d is a multiple
-// of 32: each 8-row group's weights are already interleaved by key in pt (8 consecutive floats of
-// weight row j), copied to the stack (at most maxTileKeys keys a call). Leftover rows run the
-// portable loop.
-func accumTileTSIMD(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int) {
+// accumTileTSIMD is accumTileTPortable on the octet kernels where the CPU has AVX-512 and d is a
+// multiple of 32: each 8-row group's weights are already interleaved by key in pt (8 consecutive
+// floats of weight row j), copied to the stack (at most maxTileKeys keys a call). Each octet
+// prefetches the next one's rows of o; an overwrite (out ≠ tileAdd) starts the first block of keys
+// at zero, and streams it past the caches when that block is the only one and o is 64-byte aligned
+// (fenced at the end). Leftover rows run the portable loop.
+func accumTileTSIMD(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, out tileOut) {
 	if d%32 != 0 || m < 8 || !archsimd.X86.AVX512() {
-		accumTileTPortable(o, m, d, pt, ps, n, v, vs)
+		accumTileTPortable(o, m, d, pt, ps, n, v, vs, out)
 		return
+	}
+	if out == tileStream && (n > maxTileKeys || uintptr(unsafe.Pointer(&o[0]))%64 != 0) {
+		out = tileSet
 	}
 	m8 := m &^ 7
 	var w [8 * maxTileKeys]float32
@@ -162,12 +167,22 @@ func accumTileTSIMD(o []float32, m, d int, pt []float32, ps, n int, v []float32,
 			for j := range nb {
 				f32x8(unsafe.Add(pp, 4*((j0+j)*ps+i))).Store((*[8]float32)(unsafe.Add(pw, 32*j)))
 			}
-			accumOctet(&o[i*d], 4*d, &w[0], nb, &v[j0*vs], 4*vs, d/32)
+			switch {
+			case j0 > 0 || out == tileAdd:
+				accumOctetNext(&o[i*d], 4*d, &w[0], nb, &v[j0*vs], 4*vs, d/32)
+			case out == tileSet:
+				setOctetNext(&o[i*d], 4*d, &w[0], nb, &v[j0*vs], 4*vs, d/32)
+			default:
+				setOctetStream(&o[i*d], 4*d, &w[0], nb, &v[j0*vs], 4*vs, d/32)
+			}
 		}
+	}
+	if out == tileStream {
+		storeFence()
 	}
 	archsimd.ClearAVXUpperBits()
 	if m8 < m {
-		accumTileTPortable(o[m8*d:], m-m8, d, pt[m8:], ps, n, v, vs)
+		accumTileTPortable(o[m8*d:], m-m8, d, pt[m8:], ps, n, v, vs, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // decayTol is the decay kernels' relative budget against float64: the float32 exp (exp16, within a
@@ -149,6 +150,48 @@ func TestAccumTileTMatchesFloat64(t *testing.T) {
 							}
 							if !near(float64(o[i*d+x]), want, mass) {
 								t.Fatalf("%s AccumTileT m %d d %d n %d (%d, %d): %g, want %g", name, m, d, n, i, x, o[i*d+x], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSetTileTIsAccumOntoZeros: SetTileT, cached and streamed, on every variant, writes the same
+// bits as AccumTileT onto a zeroed output, never reading the output's old contents (NaN before the
+// call), with the output 64-byte aligned (where the streamed stores apply) and not; shapes as
+// TestAccumTileTMatchesFloat64, and no keys (zeros).
+func TestSetTileTIsAccumOntoZeros(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	nan := float32(math.NaN())
+	for name, k := range variants(p) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, m := range []int{1, 8, 13, 128} {
+			for _, d := range []int{3, 32, 128} {
+				for _, n := range []int{0, 1, 9, maxTileKeys + 5} {
+					ps, vs := m+2, d+1
+					pt, v := randVec(r, max(n, 1)*ps), randVec(r, max(n, 1)*vs)
+					want := make([]float32, m*d)
+					k.AccumTileT(want, m, d, pt, ps, n, v, vs)
+					for _, stream := range []bool{false, true} {
+						for _, skew := range []int{0, 1} {
+							buf := make([]float32, m*d+32)
+							at := skew
+							for uintptr(unsafe.Pointer(&buf[at]))%64 != uintptr(4*skew) {
+								at++
+							}
+							o := buf[at : at+m*d]
+							for i := range o {
+								o[i] = nan
+							}
+							k.SetTileT(o, m, d, pt, ps, n, v, vs, stream)
+							for i := range o {
+								if math.Float32bits(o[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("%s SetTileT m %d d %d n %d stream %v skew %d: [%d] %g, want %g", name, m, d, n, stream, skew, i, o[i], want[i])
+								}
 							}
 						}
 					}

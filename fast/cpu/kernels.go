@@ -54,7 +54,7 @@ type impl struct {
 	expTiny            func(x []float32, c *expConsts)
 	scaleRows          func(dst []float32, d int, src []float32, ss int, f []float32)
 	causalDecay        func(c []float32, n int, gam, s []float32, strict bool, e *expConsts)
-	accumTileT         func(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int)
+	accumTileT         func(o []float32, m, d int, pt []float32, ps, n int, v []float32, vs int, out tileOut)
 	unitLowerInverse   func(t, l []float32, n int)
 	accumTileLower     func(o []float32, m, d int, p []float32, v []float32, vs int)
 	gatedScale         func(out, x, gate, w []float32, r float32, c *expConsts)
