@@ -47,31 +47,22 @@ TEXT ·accumOctet(SB), NOSPLIT, $0-56
 // (BX + 8·oRow on): the chunked delta rule's state update walks a head's state octet by octet, and
 // a cold state's lines otherwise arrive one octet at a time, at DRAM latency (past the last octet
 // it prefetches whatever follows, which a prefetch may do).
+// ROWLINES prefetches one output row's chunk (two lines at AX) and steps AX to the next row.
+#define ROWLINES \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	ADDQ SI, AX
+
 #define NEXTOCTET \
 	LEAQ (BX)(SI*8), AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	ADDQ SI, AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX)
+	ROWLINES \
+	ROWLINES \
+	ROWLINES \
+	ROWLINES \
+	ROWLINES \
+	ROWLINES \
+	ROWLINES \
+	ROWLINES
 
 // func accumOctetNext(o *float32, oRow int, pt *float32, n int, v *float32, vRow, chunks int)
 //
