@@ -45,8 +45,8 @@ func (m *Model) newSession() *Session {
 	if sb == nil {
 		d := m.dims
 		sb = &sessionBufs{dec: newDecodeBufs(m), scr: make([]*deltanetScratch, m.run.Workers()), kv: make([]*kvCache, n)}
-		for h := range sb.scr {
-			sb.scr[h] = newDeltaNetScratch(d.Dk, d.Dv)
+		for w := range sb.scr {
+			sb.scr[w] = newDeltaNetScratch(d.Dk, d.Dv)
 		}
 	}
 	s.dec, s.scr, s.vecBufs = sb.dec, sb.scr, sb.vecs

@@ -43,16 +43,16 @@ TEXT ·accumOctet(SB), NOSPLIT, $0-56
 	VMOVNTPS b, 64(R8) \
 	ADDQ SI, R8
 
-// NEXTOCTET prefetches into L1 the chunk's 32 dimensions of the 8 output rows after this octet's
-// (BX + 8·oRow on): the chunked delta rule's state update walks a head's state octet by octet, and
-// a cold state's lines otherwise arrive one octet at a time, at DRAM latency (past the last octet
-// it prefetches whatever follows, which a prefetch may do).
 // ROWLINES prefetches one output row's chunk (two lines at AX) and steps AX to the next row.
 #define ROWLINES \
 	PREFETCHT0 (AX) \
 	PREFETCHT0 64(AX) \
 	ADDQ SI, AX
 
+// NEXTOCTET prefetches into L1 the chunk's 32 dimensions of the 8 output rows after this octet's
+// (BX + 8·oRow on): the chunked delta rule's state update walks a head's state octet by octet, and
+// a cold state's lines otherwise arrive one octet at a time, at DRAM latency (past the last octet
+// it prefetches whatever follows, which a prefetch may do).
 #define NEXTOCTET \
 	LEAQ (BX)(SI*8), AX \
 	ROWLINES \
