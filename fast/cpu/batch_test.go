@@ -54,3 +54,35 @@ func TestQMatVecsEqualsOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchAfter checks where QMatVecs's takes aim their last prefetches (batchTask.after): inside
+// a take, the next mat-vec from its first row; at a take's end, the block no worker has claimed
+// yet, in whichever mat-vec holds it; nothing once every block is claimed, or where no pool runs
+// the task (inline: no other take follows).
+func TestBatchAfter(t *testing.T) {
+	r := newRand(9)
+	ms := []*QMat{randQMat(r, 4, 64, 512), randQMat(r, 4, 24, 512), randQMat(r, 4, 40, 512)}
+	p := NewPool(2)
+	defer p.Close()
+	tk := &batchTask{pool: p, ends: []int{8, 11, 16}} // 64/8, +3 (24 rows), +5 (40 rows)
+	for _, m := range ms {
+		tk.jobs = append(tk.jobs, MatVec{M: m})
+	}
+	check := func(what string, gotM *QMat, gotRow int, wantM *QMat, wantRow int) {
+		t.Helper()
+		if gotM != wantM || gotRow != wantRow {
+			t.Fatalf("%s: after names matrix %p row %d, want %p row %d", what, gotM, gotRow, wantM, wantRow)
+		}
+	}
+	m, row := tk.after(8, 12) // the take goes on into mat-vec 1
+	check("inside a take", m, row, ms[1], 0)
+	p.next.Store(13) // blocks before 13 claimed: mat-vec 2's row (13-11)·8
+	m, row = tk.after(12, 12)
+	check("a take's end", m, row, ms[2], 16)
+	p.next.Store(16)
+	m, row = tk.after(16, 16)
+	check("all claimed", m, row, nil, 0)
+	tk.pool = nil
+	m, row = tk.after(12, 12)
+	check("inline", m, row, nil, 0)
+}

@@ -19,9 +19,35 @@ const (
 // rowsFunc computes rows [lo, hi) of y: [Out] = W: [Out, In] · x: [In].
 type rowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int)
 
+// nextRowsFunc is a rowsFunc told where its caller is likely to read next (f), so that its last
+// prefetches can fetch that instead of bytes past its rows (qmvPasses).
+type nextRowsFunc func(y []float32, m *QMat, v *Vec, lo, hi int, f following)
+
+// following says where a mat-vec's caller is likely to read after it: matrix m from row row, or,
+// with t set, what t.after(end, hi) says when asked (a take's end: the dispatch's first unclaimed
+// block, asked as late as possible). The zero value knows nothing.
+type following struct {
+	m       *QMat
+	row     int
+	t       *batchTask
+	end, hi int
+}
+
+// known reports whether f may name a matrix.
+func (f following) known() bool { return f.m != nil || f.t != nil }
+
+// resolve returns the matrix and row (nil: none known).
+func (f following) resolve() (*QMat, int) {
+	if f.t != nil {
+		return f.t.after(f.end, f.hi)
+	}
+	return f.m, f.row
+}
+
 // impl is one complete set of kernel bodies, portable or SIMD, chosen in New.
 type impl struct {
 	qmv4, qmv8, qmvQ16 rowsFunc
+	qmv4Next, qmv8Next nextRowsFunc // nil: the kernels do not prefetch past their rows
 	dot                func(a, b []float32) float32
 	axpy               func(y []float32, a float32, x []float32)
 	scaleAxpy          func(y []float32, b, a float32, x []float32)

@@ -166,6 +166,10 @@ func (p *Pool) drainGuided(w int) {
 	}
 }
 
+// unclaimed returns the first item of a running guided or tapered dispatch that no worker has
+// taken yet (the items' count once all are taken). Only a hint: another worker may take it next.
+func (p *Pool) unclaimed() int { return int(p.next.Load()) }
+
 // drainTwoEnded is drain for RunTaskTwoEnded: even workers take from the front, odd ones from the
 // back, each take half a worker's share of what is left, within [takeMin, takeMax].
 func (p *Pool) drainTwoEnded(w int) {

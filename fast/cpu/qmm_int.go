@@ -250,8 +250,16 @@ func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
 		// tokens with 3 of them padding (matMatMinRowsInt).
 		v.Prepare(x[:in])
 		clearUpper()
-		for _, j := range jobs {
-			k.f.qmv4(j.Y, j.M, v, 0, j.M.Out)
+		for i, j := range jobs {
+			if k.f.qmv4Next == nil {
+				k.f.qmv4(j.Y, j.M, v, 0, j.M.Out)
+				continue
+			}
+			var f following // the matrix this worker reads next, whose first bytes the call prefetches
+			if i+1 < len(jobs) {
+				f.m = jobs[i+1].M
+			}
+			k.f.qmv4Next(j.Y, j.M, v, 0, j.M.Out, f)
 		}
 		return
 	}

@@ -14,6 +14,12 @@ import "unsafe"
 // Rows whose group count is not a multiple of 8, or wider than qmv8PadRows, and a Vec without
 // limbs run the float32 kernel (qmv8Limbs).
 func qmv8RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
+	qmv8RowsVNNINext(y, m, v, lo, hi, following{})
+}
+
+// qmv8RowsVNNINext is qmv8RowsVNNI with the passes' last prefetches aimed at next, as
+// qmv4RowsVNNINext.
+func qmv8RowsVNNINext(y []float32, m *QMat, v *Vec, lo, hi int, f following) {
 	if !qmv8Limbs(m, v) {
 		qmv8RowsSIMD(y, m, v, lo, hi)
 		return
@@ -21,11 +27,11 @@ func qmv8RowsVNNI(y []float32, m *QMat, v *Vec, lo, hi int) {
 	if lo >= hi {
 		return
 	}
-	groups, rb := m.Groups(), m.RowBytes()
 	if n4 := (hi - lo) / 4; n4 > 0 {
-		qmv8Rows4VNNIAsm(&y[lo], n4, unsafe.Pointer(&m.W[lo*rb]),
-			unsafe.Pointer(&m.Scales[lo*groups]), unsafe.Pointer(&m.Biases[lo*groups]), groups/8,
-			unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]), vnniPrefetch(rb))
+		if (hi-lo)%4 != 0 {
+			f = following{} // the padded pass runs after these
+		}
+		qmvPasses(qmv8Rows4VNNIAsm, y, m, v, lo, n4, f)
 		lo += 4 * n4
 	}
 	if lo < hi {
@@ -49,10 +55,12 @@ func qmv8RowsPadded(y []float32, m *QMat, v *Vec, lo, hi int) {
 		copy(sc[r*groups:(r+1)*groups], m.Scales[src*groups:(src+1)*groups])
 		copy(bi[r*groups:(r+1)*groups], m.Biases[src*groups:(src+1)*groups])
 	}
+	pf := vnniPrefetch(rb)
 	qmv8Rows4VNNIAsm(&out[0], 1, unsafe.Pointer(&w[0]), unsafe.Pointer(&sc[0]), unsafe.Pointer(&bi[0]), groups/8,
-		unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]), vnniPrefetch(rb))
+		unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]),
+		pf, pf/rb*2*groups, int(uintptr(unsafe.Pointer(&bi[0]))-uintptr(unsafe.Pointer(&sc[0]))))
 	copy(y[lo:hi], out[:hi-lo])
 }
 
 //go:noescape
-func qmv8Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
+func qmv8Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf, pfs, pfb int)

@@ -17,7 +17,7 @@ DATA evenOdd8<>+48(SB)/8, $0x6e6c6a6866646260
 DATA evenOdd8<>+56(SB)/8, $0x7e7c7a7876747270
 GLOBL evenOdd8<>(SB), RODATA|NOPTR, $64
 
-// func qmv8Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
+// func qmv8Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf, pfs, pfb int)
 //
 // 4n consecutive 8-bit rows (w; bf16 scales sc and biases bi; blocks ≥ 1 blocks of 8 groups, 512
 // bytes, per row) against x as three int8 limbs (xl: Vec.l8, pairs of groups in the 4-bit
@@ -32,8 +32,8 @@ GLOBL evenOdd8<>(SB), RODATA|NOPTR, $64
 // Horner), multiplied by the pair's two multipliers (VPERMPS: lanes 0–7 the first group, 8–15 the
 // second) into the row's accumulator. The prefetches walk the pass's bytes in address order as
 // qmv4Rows4VNNIAsm's: into L2 pf bytes on (R11) and into L1 one pass on (R12), 2,048 bytes a block
-// (two lines a pair and row); each pass also prefetches into L2 the scales and biases of the pass pf
-// bytes on.
+// (two lines a pair and row); each pass also prefetches into L2 scales and biases pfs and pfs + pfb
+// bytes past its own scales, as there.
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
 // times that; the block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them;
@@ -41,7 +41,7 @@ GLOBL evenOdd8<>(SB), RODATA|NOPTR, $64
 // terms, Y8+r the block's multipliers. Z12–Z17 the pair's limbs, Z18 the even indices and Z19 the
 // odd ones, Z20–Z23 the pair multiplier indices, Z24 256.0, Z25–Z30 the temporaries, Y31
 // QMV_MULT's (qmv_vnni_amd64.h).
-TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-80
+TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-96
 	CMPQ n+8(FP), $0
 	JEQ done8
 	QMV_SETUP(9)
@@ -60,7 +60,7 @@ TEXT ·qmv8Rows4VNNIAsm(SB), NOSPLIT, $0-80
 
 pass8:
 	// Scales and biases: a KiB of 8-bit weights, 16 groups, has 32 bytes of each.
-	QMV_PASS_START(5, sbpf8)
+	QMV_PASS_START(sbpf8)
 
 block8:
 	QMV_MULTS(Y31)

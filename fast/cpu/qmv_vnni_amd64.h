@@ -1,7 +1,7 @@
 // The VNNI kernels' shared tables and macros: the four-row mat-vecs' (qmv4Rows4VNNIAsm in
 // qmv_vnni_amd64.s, qmv8Rows4VNNIAsm in qmv8_vnni_amd64.s) pass scaffolding, and pairIdx and ZERO8,
 // which the 2-row integer GEMM tile (qmm_vnni_amd64.s) reads too. The mat-vecs take (y, n, w, sc,
-// bi, blocks, xl, dl, sum, pf) and keep: rows at (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) (R15
+// bi, blocks, xl, dl, sum, pf, pfs, pfb) and keep: rows at (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) (R15
 // the row bytes, R13 three times that); scales at SI, the biases R8 bytes past them, BX the scale
 // bytes of a row; dl in R14, the group sums DX bytes past it; per row r the accumulator Z0+r, the
 // bias terms Y4+r and the block's multipliers Y8+r.
@@ -46,19 +46,20 @@ GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 	MOVQ sum+64(FP), DX \
 	SUBQ R14, DX
 
-// QMV_PASS_START(SBSHIFT, LOOP): a pass's accumulators cleared; into L2 the scales and biases of
-// the pass pf bytes on, pf >> SBSHIFT bytes on in theirs, a line of each per block (LOOP: the
-// loop's label); then CX the blocks, DI the limbs, R10 dl, R11 the weights pf bytes on (the far
-// prefetch) and R12 one pass on (the near one).
-#define QMV_PASS_START(SBSHIFT, LOOP) \
+// QMV_PASS_START(LOOP): a pass's accumulators cleared; into L2 a line of scales and one of biases
+// per block, the scales pfs bytes past the pass's own and the biases pfb bytes past those (LOOP:
+// the loop's label); then CX the blocks, DI the limbs, R10 dl, R11 the weights pf bytes on (the far
+// prefetch) and R12 one pass on (the near one). pf, pfs and pfb are signed: a call's last passes
+// may prefetch another matrix (qmvPrefetchArgs).
+#define QMV_PASS_START(LOOP) \
 	ZERO8 \
-	MOVQ pf+72(FP), R9 \
-	SHRQ $SBSHIFT, R9 \
+	MOVQ pfs+80(FP), R9 \
 	ADDQ SI, R9 \
+	MOVQ pfb+88(FP), R11 \
 	MOVQ blocks+40(FP), CX \
 LOOP: \
 	PREFETCHT1 (R9) \
-	PREFETCHT1 (R9)(R8*1) \
+	PREFETCHT1 (R9)(R11*1) \
 	ADDQ $64, R9 \
 	DECQ CX \
 	JNZ LOOP \

@@ -110,7 +110,7 @@ done:
 	VZEROUPPER
 	RET
 
-// func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf int)
+// func qmv4Rows4VNNIAsm(y *float32, n int, w, sc, bi unsafe.Pointer, blocks int, xl, dl, sum unsafe.Pointer, pf, pfs, pfb int)
 //
 // qmv4RowsVNNIAsm four rows at a time (n: the number of 4-row passes, 4n rows), for CPUs with
 // AVX-512 GFNI too. Each row gets the same integer sums and the same float32 operations in the same
@@ -126,15 +126,16 @@ done:
 // pair p and row r at 256·p + 64·r. Both cover each pass's bytes exactly once, as before; the one
 // ascending stream instead of four interleaved ones 1 row apart streamed 5–10% faster from DRAM
 // while the host read ~35 GB/s (BenchmarkMatVecStream, alternated with the four-row order). Each
-// pass also prefetches into L2 the scales and biases of the pass pf bytes on (those left to the
-// hardware prefetcher had cost 1–3% more).
+// pass also prefetches into L2 a line of scales and one of biases a block, pfs bytes past its own
+// scales and pfb past those (those left to the hardware prefetcher had cost 1–3% more). pf, pfs and
+// pfb are offsets, not distances: qmvPrefetchArgs aims a call's last passes at the next matrix.
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
 // times that (R11 and R12 pf bytes and one pass past the pass's start, 1,024 more each block); the
 // block's scales walk the rows in R9 (stride BX), the biases R8 bytes past them; dl
 // in R10, the group sums DX bytes past it. Per row r: Z0+r the accumulator, Y4+r the bias terms,
 // Y8+r the block's multipliers; the two temporary sets (Z23–Z26, Z27–Z30) alternate between rows.
-TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
+TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-96
 	CMPQ n+8(FP), $0
 	JEQ done4
 	QMV_SETUP(8)
@@ -150,7 +151,7 @@ TEXT ·qmv4Rows4VNNIAsm(SB), NOSPLIT, $0-80
 	VPBROADCASTQ CX, Z31
 
 pass4:
-	QMV_PASS_START(4, sbpf4)
+	QMV_PASS_START(sbpf4)
 
 block4:
 	QMV_MULTS(Y23)

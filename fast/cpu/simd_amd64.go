@@ -28,6 +28,7 @@ func simdImpl(level simdLevel) impl {
 	rows := qmmRowsSIMD
 	var readSumPF func([]uint64) uint64
 	vnni, vnni8 := false, false
+	var q4Next, q8Next nextRowsFunc
 	var tile qmmTileFunc
 	var tileRows qmmTileRowsFunc
 	var lanes qmmLanesFunc
@@ -51,16 +52,18 @@ func simdImpl(level simdLevel) impl {
 		axpy, scaleAxpy = axpySIMD512, scaleAxpySIMD512
 		readSumPF = readSum512
 		if archsimd.X86.AVX512VNNI() && level >= levelBest {
-			q4, vnni, tile, tileRows, lanes = qmv4RowsVNNI, true, qmm4TileVNNI, qmm4RowsVNNI, qmmLanes
+			q4, q4Next, vnni, tile, tileRows, lanes = qmv4RowsVNNI, qmv4RowsVNNINext, true, qmm4TileVNNI, qmm4RowsVNNI, qmmLanes
 			repack, quad, quads = laneRepack, qmmLanesQuad, laneQuadsOuter
 			if archsimd.X86.AVX512VBMI() {
-				q8, vnni8 = qmv8RowsVNNI, true
+				q8, q8Next, vnni8 = qmv8RowsVNNI, qmv8RowsVNNINext, true
 			}
 		}
 	}
 	return impl{
 		qmv4:         q4,
 		qmv8:         q8,
+		qmv4Next:     q4Next,
+		qmv8Next:     q8Next,
 		vnni8:        vnni8,
 		qmvQ16:       q16,
 		dot:          dotSIMD,

@@ -17,7 +17,10 @@ import (
 //     kernel's own streaming, without a dispatch per matrix;
 //   - experts: whole experts in shuffled order, one worker each, as a short prefill runs its
 //     one-token experts (moeExperts): gate and up [512, 2048] against one prepared input, down
-//     [2048, 512] against another.
+//     [2048, 512] against another;
+//   - gathered: dispatches of 16 [512, 2048] matrices from scattered places (QMatVecs), as a
+//     decode step's routed gate and up, against one [8192, 2048] of the same bytes a dispatch
+//     (one): what a dispatch's matrix boundaries cost.
 //
 // The host's bandwidth moves by half within minutes; a ratio taken inside one round does not. It
 // reports each pass's median over the rounds in GB/s (packed weights, scales and biases) and each
@@ -30,16 +33,19 @@ func BenchmarkMatVecStream(b *testing.B) {
 	buf := bwBuffer()
 	long, longBytes := streamLong(k, a.w, a.sb)
 	experts, expertBytes := streamExperts(k, a.w, a.sb)
+	gathered, one, gatherBytes := streamGathered(k, a.w, a.sb)
 	const rounds = 15
-	var read, lg, ex, lgFrac, exFrac []float64
+	var read, lg, ex, lgFrac, exFrac, gaFrac, oneFrac []float64
 	for b.Loop() {
-		read, lg, ex, lgFrac, exFrac = nil, nil, nil, nil, nil
+		read, lg, ex, lgFrac, exFrac, gaFrac, oneFrac = nil, nil, nil, nil, nil, nil, nil
 		for range rounds {
 			r := readBandwidthBest(p, k.f, buf, 1)
 			l := timedGBs(longBytes, long)
 			e := timedGBs(expertBytes, experts)
 			read, lg, ex = append(read, r), append(lg, l), append(ex, e)
 			lgFrac, exFrac = append(lgFrac, l/r), append(exFrac, e/r)
+			gaFrac = append(gaFrac, timedGBs(gatherBytes, gathered)/r)
+			oneFrac = append(oneFrac, timedGBs(gatherBytes, one)/r)
 		}
 	}
 	b.ReportMetric(median(read), "read_GB/s")
@@ -47,6 +53,8 @@ func BenchmarkMatVecStream(b *testing.B) {
 	b.ReportMetric(median(lgFrac), "long_frac_read")
 	b.ReportMetric(median(ex), "experts_GB/s")
 	b.ReportMetric(median(exFrac), "experts_frac_read")
+	b.ReportMetric(median(gaFrac), "gathered_frac_read")
+	b.ReportMetric(median(oneFrac), "one_frac_read")
 }
 
 // timedGBs runs pass once and returns bytes/second in GB/s.
@@ -124,6 +132,41 @@ func streamExperts(k *Kernels, w []byte, sb []uint16) (func(), int64) {
 		}
 	})
 	return func() { k.pool.RunTaskGuided(n, t) }, int64(n) * (2*streamBytes(is, hs) + streamBytes(hs, is))
+}
+
+// streamGathered returns a pass of QMatVecs dispatches of 16 scattered [512, 2048] matrices each
+// over w, a pass of the same bytes as one [8192, 2048] matrix a dispatch, and the bytes each reads.
+func streamGathered(k *Kernels, w []byte, sb []uint16) (gathered, one func(), bytes int64) {
+	const hs, is, per = 2048, 512, 16
+	g := hs / GroupSize
+	mb := is * hs / 2 // packed bytes of one [512, 2048]
+	n := min(len(w)/mb, len(sb)/(2*is*g)) / per * per
+	mat := func(i, k int) *QMat { // matrices i..i+k-1 of the arena as one
+		s := sb[2*i*is*g:]
+		return &QMat{Bits: 4, Out: k * is, In: hs, W: w[i*mb : (i+k)*mb], Scales: s[:k*is*g], Biases: s[k*is*g : 2*k*is*g]}
+	}
+	v := k.NewVec(hs)
+	v.Prepare(randVec(newRand(7), hs))
+	y := make([]float32, per*is)
+	perm := rand.New(rand.NewPCG(3, 3)).Perm(n)
+	dispatches := make([][]MatVec, n/per)
+	for d := range dispatches {
+		for j := range per {
+			dispatches[d] = append(dispatches[d], MatVec{Y: y[j*is : (j+1)*is], M: mat(perm[d*per+j], 1), V: v})
+		}
+	}
+	big := make([][]MatVec, n/per)
+	for d := range big {
+		big[d] = []MatVec{{Y: y, M: mat(d*per, per), V: v}}
+	}
+	run := func(ds [][]MatVec) func() {
+		return func() {
+			for _, jobs := range ds {
+				k.QMatVecs(jobs)
+			}
+		}
+	}
+	return run(dispatches), run(big), int64(n) * streamBytes(is, hs)
 }
 
 // streamBytes is what a 4-bit [out, in] mat-vec reads: packed weights, bf16 scales and biases.
