@@ -67,7 +67,13 @@ type expertTask struct {
 func (e *expertTask) Do(w, lo, hi int) {
 	c, l, kr := e.s.m.cfg, e.l, e.s.m.k
 	hs, in := c.HiddenSize, c.MoEIntermediate
-	for _, x := range e.experts[lo:hi] {
+	for i, x := range e.experts[lo:hi] {
+		// A one-token expert's mat-vecs hand their last prefetches on (cpu.MatMat.Then): gate to
+		// up, up to down, down to the next expert's gate in this take.
+		var then *cpu.QMat
+		if lo+i+1 < hi && e.experts[lo+i+1] != sharedExpert {
+			then = l.gate[e.experts[lo+i+1]].q
+		}
 		if x == sharedExpert {
 			sh := e.shared
 			gu := []cpu.MatMat{{Y: sh.g, M: l.sg.q}, {Y: sh.u, M: l.su.q}}
@@ -87,7 +93,7 @@ func (e *expertTask) Do(w, lo, hi int) {
 		p0, p1 := e.count[x], e.count[x+1]
 		n := p1 - p0
 		ge, ue := e.ge[w][:n*in], e.ue[w][:n*in]
-		gu := []cpu.MatMat{{Y: ge, M: l.gate[x].q}, {Y: ue, M: l.up[x].q}}
+		gu := []cpu.MatMat{{Y: ge, M: l.gate[x].q}, {Y: ue, M: l.up[x].q, Then: l.down[x].q}}
 		if e.recs != nil && n >= 2 {
 			rows := e.rows[w][:0]
 			for _, slot := range e.order[p0:p1] {
@@ -103,7 +109,7 @@ func (e *expertTask) Do(w, lo, hi int) {
 			kr.QMatMatsOn(w, xe, n, gu)
 		}
 		e.s.m.ops.swiglu(ge, ue)
-		kr.QMatMatsOn(w, ge, n, []cpu.MatMat{{Y: e.yd[p0*hs : p1*hs], M: l.down[x].q}})
+		kr.QMatMatsOn(w, ge, n, []cpu.MatMat{{Y: e.yd[p0*hs : p1*hs], M: l.down[x].q, Then: then}})
 	}
 }
 

@@ -20,6 +20,9 @@ type qmmTileRowsFunc func(y []float32, yStride int, m *QMat, o, pairs int, rec [
 type MatMat struct {
 	Y []float32
 	M *QMat
+	// Then, if known, is the matrix the caller reads next after M (from its first row), whose first
+	// bytes a one-row product's last prefetches fetch (QMatMatsOn; nil: none known).
+	Then *QMat
 }
 
 // qmmIntTask is the pool tasks of one batch of integer GEMMs that read the same X: first the
@@ -255,7 +258,7 @@ func (k *Kernels) QMatMatsOn(w int, x []float32, t int, jobs []MatMat) {
 				k.f.qmv4(j.Y, j.M, v, 0, j.M.Out)
 				continue
 			}
-			var f following // the matrix this worker reads next, whose first bytes the call prefetches
+			f := following{m: j.Then} // what this worker reads next, whose first bytes the call prefetches
 			if i+1 < len(jobs) {
 				f.m = jobs[i+1].M
 			}

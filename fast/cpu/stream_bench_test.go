@@ -123,12 +123,23 @@ func streamExperts(k *Kernels, w []byte, sb []uint16) (func(), int64) {
 		ws[i].x.Prepare(randVec(newRand(uint64(9+i)), hs))
 		ws[i].h.Prepare(randVec(newRand(uint64(19+i)), is))
 	}
+	mv := func(y []float32, m *QMat, v *Vec, then *QMat) { // as QMatMatsOn runs one token
+		if k.f.qmv4Next == nil {
+			k.f.qmv4(y, m, v, 0, m.Out)
+			return
+		}
+		k.f.qmv4Next(y, m, v, 0, m.Out, following{m: then})
+	}
 	t := taskOf(func(wk, lo, hi int) {
 		x := &ws[wk]
-		for _, e := range es[lo:hi] {
-			k.f.qmv4(x.g, e.gate, x.x, 0, is)
-			k.f.qmv4(x.u, e.up, x.x, 0, is)
-			k.f.qmv4(x.y, e.down, x.h, 0, hs)
+		for i, e := range es[lo:hi] {
+			var then *QMat // the next expert's gate in this take, as moeExperts hands it on
+			if lo+i+1 < hi {
+				then = es[lo+i+1].gate
+			}
+			mv(x.g, e.gate, x.x, e.up)
+			mv(x.u, e.up, x.x, e.down)
+			mv(x.y, e.down, x.h, then)
 		}
 	})
 	return func() { k.pool.RunTaskGuided(n, t) }, int64(n) * (2*streamBytes(is, hs) + streamBytes(hs, is))
