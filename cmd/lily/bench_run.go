@@ -44,6 +44,12 @@ func (r *benchRun) measure(ctx context.Context, s backendSpec, ready func() erro
 		m := newReadMeter()
 		defer m.close()
 		opt.Bandwidth = m.measure
+		if res := opt.Resident; res != nil { // the run's memory, not the meter's buffer
+			opt.Resident = func() (int64, bool) {
+				b, ok := res()
+				return b - m.heldBytes(), ok
+			}
+		}
 	}
 	opt.Progress = func(n int) { fmt.Fprintf(r.progress, "lily bench: %s, %d-token prompt…\n", s.name, n) }
 	opt.WarmedUp = func(n int) {
