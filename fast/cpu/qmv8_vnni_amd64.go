@@ -58,7 +58,7 @@ func qmv8RowsPadded(y []float32, m *QMat, v *Vec, lo, hi int) {
 	pf := vnniPrefetch(rb)
 	qmv8Rows4VNNIAsm(&out[0], 1, unsafe.Pointer(&w[0]), unsafe.Pointer(&sc[0]), unsafe.Pointer(&bi[0]), groups/8,
 		unsafe.Pointer(&v.l8[0]), unsafe.Pointer(&v.dl[0]), unsafe.Pointer(&v.sum[0]),
-		pf, pf/rb*2*groups, int(uintptr(unsafe.Pointer(&bi[0]))-uintptr(unsafe.Pointer(&sc[0]))))
+		pf, pf/rb*2*groups, addr(&bi[0])-addr(&sc[0]))
 	copy(y[lo:hi], out[:hi-lo])
 }
 

@@ -1,10 +1,10 @@
 // The VNNI kernels' shared tables and macros: the four-row mat-vecs' (qmv4Rows4VNNIAsm in
 // qmv_vnni_amd64.s, qmv8Rows4VNNIAsm in qmv8_vnni_amd64.s) pass scaffolding, and pairIdx and ZERO8,
 // which the 2-row integer GEMM tile (qmm_vnni_amd64.s) reads too. The mat-vecs take (y, n, w, sc,
-// bi, blocks, xl, dl, sum, pf, pfs, pfb) and keep: rows at (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) (R15
-// the row bytes, R13 three times that); scales at SI, the biases R8 bytes past them, BX the scale
-// bytes of a row; dl in R14, the group sums DX bytes past it; per row r the accumulator Z0+r, the
-// bias terms Y4+r and the block's multipliers Y8+r.
+// bi, blocks, xl, dl, sum, pf, pfs, pfb) and keep: rows at (AX), (AX)(R15*1), (AX)(R15*2),
+// (AX)(R13*1) (R15 the row bytes, R13 three times that); scales at SI, the biases R8 bytes past
+// them, BX the scale bytes of a row; dl in R14, the group sums DX bytes past it; per row r the
+// accumulator Z0+r, the bias terms Y4+r and the block's multipliers Y8+r.
 
 // pairIdx (a copy in each file that includes this): for pair k of a block of four (8 groups),
 // VPERMPS indices that spread multiplier 2k over lanes 0–7 and 2k+1 over lanes 8–15.
@@ -50,7 +50,7 @@ GLOBL pairIdx<>(SB), RODATA|NOPTR, $64
 // per block, the scales pfs bytes past the pass's own and the biases pfb bytes past those (LOOP:
 // the loop's label); then CX the blocks, DI the limbs, R10 dl, R11 the weights pf bytes on (the far
 // prefetch) and R12 one pass on (the near one). pf, pfs and pfb are signed: a call's last passes
-// may prefetch another matrix (qmvPrefetchArgs).
+// may prefetch another matrix (passTail).
 #define QMV_PASS_START(LOOP) \
 	ZERO8 \
 	MOVQ pfs+80(FP), R9 \

@@ -128,7 +128,7 @@ done:
 // while the host read ~35 GB/s (BenchmarkMatVecStream, alternated with the four-row order). Each
 // pass also prefetches into L2 a line of scales and one of biases a block, pfs bytes past its own
 // scales and pfb past those (those left to the hardware prefetcher had cost 1–3% more). pf, pfs and
-// pfb are offsets, not distances: qmvPrefetchArgs aims a call's last passes at the next matrix.
+// pfb are offsets, not distances: passTail aims a call's last passes at the next matrix.
 //
 // Registers: rows (AX), (AX)(R15*1), (AX)(R15*2), (AX)(R13*1) with R15 the row bytes and R13 three
 // times that (R11 and R12 pf bytes and one pass past the pass's start, 1,024 more each block); the
