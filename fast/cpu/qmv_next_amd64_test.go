@@ -85,8 +85,8 @@ func TestPassPlanTargets(t *testing.T) {
 }
 
 // TestMatVecNextSameBits checks that the mat-vecs told a next read (split into the calls of
-// passPlan) give every row the bits of the plain call, for 4- and 8-bit rows, over ranges that
-// start and end anywhere on a row block.
+// passBody, passPlain and passTail) give every row the bits of the plain call, for 4- and 8-bit
+// rows, over ranges that start and end anywhere on a row block.
 func TestMatVecNextSameBits(t *testing.T) {
 	if !archsimd.X86.AVX512VNNI() || !archsimd.X86.AVX512GFNI() || !archsimd.X86.AVX512VBMI() {
 		t.Skip("the four-row VNNI mat-vecs need AVX-512 VNNI, GFNI and VBMI")
